@@ -1,0 +1,215 @@
+package index
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blugelabs/bluge/analysis"
+	"github.com/blugelabs/bluge/analysis/lang/en"
+)
+
+// The analyzer turns names and prose into index terms:
+//
+//	split on anything not a letter or digit (so `_`, `-`, `.`, `__`, `/`),
+//	then on camelCase and letter/digit boundaries; lowercase; drop single
+//	letters, bare numbers and English stop words; stem (snowball English);
+//	fold synonyms onto one canonical term.
+//
+// The same analyzer runs at Build and at Search, so "ticket" in a query and
+// "issue" in a description meet on the same term.
+
+// token is one analyzed word: the lowercased surface word (what typo
+// correction compares) and the index term it became.
+type token struct {
+	word string
+	term string
+}
+
+// maxWordLen drops ids, hashes and base64 that would only bloat the index.
+const maxWordLen = 32
+
+// splitWords splits text into lowercase words: runs of letters and digits,
+// cut again at camelCase humps and letter/digit boundaries. Short mixed runs
+// such as "k8s", "s3" or "ec2" stay whole: they are names, not two words.
+func splitWords(text string, out []string) []string {
+	start := -1
+	for i, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			out = splitRun(text[start:i], out)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = splitRun(text[start:], out)
+	}
+	return out
+}
+
+func splitRun(run string, out []string) []string {
+	if len(run) <= 4 && hasLetterAndDigit(run) {
+		return append(out, strings.ToLower(run))
+	}
+	rs := []rune(run)
+	from := 0
+	for i := 1; i < len(rs); i++ {
+		prev, cur := rs[i-1], rs[i]
+		cut := false
+		switch {
+		case unicode.IsLower(prev) && unicode.IsUpper(cur):
+			cut = true // getIssue -> get|Issue
+		case unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
+			cut = true // HTTPResponse -> HTTP|Response
+		case unicode.IsDigit(prev) != unicode.IsDigit(cur):
+			cut = true // V2010 -> V|2010
+		}
+		if cut {
+			out = append(out, strings.ToLower(string(rs[from:i])))
+			from = i
+		}
+	}
+	return append(out, strings.ToLower(string(rs[from:])))
+}
+
+func hasLetterAndDigit(s string) bool {
+	var l, d bool
+	for _, r := range s {
+		l = l || unicode.IsLetter(r)
+		d = d || unicode.IsDigit(r)
+	}
+	return l && d
+}
+
+// keepWord reports whether a split word can carry meaning on its own.
+func keepWord(w string) bool {
+	n := utf8.RuneCountInString(w)
+	if n < 2 || len(w) > maxWordLen {
+		return false
+	}
+	for _, r := range w {
+		if !unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false // bare numbers ("50 lines", "v2010") match noise
+}
+
+// stem runs bluge's snowball English stemmer on one word.
+func stem(w string) string {
+	ts := analysis.TokenStream{&analysis.Token{Term: []byte(w)}}
+	return string(snowball.Filter(ts)[0].Term)
+}
+
+// Package-level analysis tables: built once at init, never written again.
+var (
+	snowball  = en.StemmerFilter()
+	stopWords = buildStopWords()
+	vocab     = buildVocabulary(synonymGroups)
+)
+
+// fillerWords are words of requests, not of tools: how people ask, not what
+// they ask for. English stop words cover the rest.
+var fillerWords = []string{
+	"please", "want", "need", "like", "let", "can", "could", "would", "help",
+	"also", "just", "some", "thing", "things", "something", "way", "ok",
+	"i'd", "i'm", "there", "via", "using", "via", "my", "me",
+}
+
+func buildStopWords() map[string]bool {
+	m := map[string]bool{}
+	for w := range en.StopWords() {
+		// The list has "i'm" style entries; the tokenizer cuts at the
+		// apostrophe, so keep both halves' sense by storing the head too.
+		m[w] = true
+	}
+	for _, w := range fillerWords {
+		m[w] = true
+	}
+	return m
+}
+
+// analyzer turns text into tokens. It holds only immutable tables and an
+// optional stem cache owned by one goroutine (Build's).
+type analyzer struct {
+	stems map[string]string // nil: no cache (Search runs concurrently)
+}
+
+func (a *analyzer) stem(w string) string {
+	if a.stems == nil {
+		return stem(w)
+	}
+	if s, ok := a.stems[w]; ok {
+		return s
+	}
+	s := stem(w)
+	a.stems[w] = s
+	return s
+}
+
+// analyze returns the tokens of text, synonyms folded.
+func (a *analyzer) analyze(text string, out []token) []token {
+	var buf [64]string
+	words := splitWords(text, buf[:0])
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		// Multi-word synonyms ("pull request", "merge requests") fold into
+		// one term before stop words can split them.
+		if i+1 < len(words) {
+			if canon, ok := vocab.phrases[[2]string{a.stem(w), a.stem(words[i+1])}]; ok {
+				out = append(out, token{word: w + " " + words[i+1], term: canon})
+				i++
+				continue
+			}
+		}
+		if stopWords[w] || !keepWord(w) {
+			continue
+		}
+		t := a.stem(w)
+		if canon, ok := vocab.fold[t]; ok {
+			t = canon
+		}
+		out = append(out, token{word: w, term: t})
+	}
+	return out
+}
+
+// terms returns only the index terms of text.
+func (a *analyzer) terms(text string) []string {
+	toks := a.analyze(text, nil)
+	out := make([]string, len(toks))
+	for i, t := range toks {
+		out[i] = t.term
+	}
+	return out
+}
+
+// termsAnalyzer hands bluge text that was analyzed already: terms joined by
+// single spaces. Analysis runs once per field, in Build, where its results
+// also feed the statistics that typo correction and weak detection use.
+type termsAnalyzer struct{}
+
+func (termsAnalyzer) Analyze(input []byte) analysis.TokenStream {
+	var ts analysis.TokenStream
+	pos, start := 0, 0
+	for i := 0; i <= len(input); i++ {
+		if i < len(input) && input[i] != ' ' {
+			continue
+		}
+		if i > start {
+			pos++
+			ts = append(ts, &analysis.Token{
+				Start: start, End: i, Term: input[start:i],
+				PositionIncr: 1, Type: analysis.AlphaNumeric,
+			})
+		}
+		start = i + 1
+	}
+	_ = pos
+	return ts
+}

@@ -1,0 +1,293 @@
+package index
+
+// Figures: filled in once ranking settles (see the report in the last commit).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/blugelabs/bluge"
+)
+
+// recall5Floor is set just under what the index reaches on the development
+// queries, so that a change that loses ranking quality fails the test.
+const recall5Floor = 0.50 // first version; raised as ranking improves
+
+// searchFunc answers a query with ranked exposed names and a weak verdict.
+type searchFunc func(text string) (names []string, weak bool, err error)
+
+// evalStats accumulates the figures of one style (or all).
+type evalStats struct {
+	n, r1, r5, any1, any5 int
+	mrr                   float64
+	weak                  int // results reported Weak
+}
+
+func (s *evalStats) add(names []string, q evalQuery, weak bool) {
+	s.n++
+	if weak {
+		s.weak++
+	}
+	rel := map[string]bool{}
+	for _, r := range q.Relevant {
+		rel[r] = true
+	}
+	for i, n := range names {
+		if i >= 10 {
+			break
+		}
+		if n == q.Primary {
+			if i < 1 {
+				s.r1++
+			}
+			if i < 5 {
+				s.r5++
+			}
+			s.mrr += 1 / float64(i+1)
+		}
+	}
+	for i, n := range names {
+		if rel[n] {
+			if i < 1 {
+				s.any1++
+			}
+			if i < 5 {
+				s.any5++
+			}
+			break
+		}
+	}
+}
+
+func (s evalStats) ratio(k int) float64 {
+	if s.n == 0 {
+		return 0
+	}
+	return float64(k) / float64(s.n)
+}
+
+// evaluate runs every query through f. Queries of style "none" only count
+// how often the answer is still confident.
+func evaluate(t testing.TB, qs []evalQuery, f searchFunc, misses bool) map[string]*evalStats {
+	t.Helper()
+	stats := map[string]*evalStats{"all": {}}
+	for _, q := range qs {
+		names, weak, err := f(q.Query)
+		if err != nil {
+			t.Fatalf("search %q: %v", q.Query, err)
+		}
+		if stats[q.Style] == nil {
+			stats[q.Style] = &evalStats{}
+		}
+		stats[q.Style].add(names, q, weak)
+		if q.Style != "none" {
+			stats["all"].add(names, q, weak)
+		}
+		if misses && q.Style != "none" && (len(names) == 0 || names[0] != q.Primary) {
+			rank := "-"
+			for i, n := range names {
+				if n == q.Primary {
+					rank = fmt.Sprint(i + 1)
+				}
+			}
+			top := names
+			if len(top) > 3 {
+				top = top[:3]
+			}
+			t.Logf("miss %s [%s] rank %s weak=%v %q want %s got %v", q.ID, q.Style, rank, weak, q.Query, q.Primary, top)
+		}
+		if misses && q.Style == "none" && !weak {
+			t.Logf("confident none %s %q got %v", q.ID, q.Query, names)
+		}
+	}
+	return stats
+}
+
+func quiverSearch(ix *Index) searchFunc {
+	return func(text string) ([]string, bool, error) {
+		res, err := ix.Search(context.Background(), Query{Text: text, Limit: 10})
+		if err != nil {
+			return nil, false, err
+		}
+		names := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			names[i] = h.Entry.Name
+		}
+		return names, res.Weak, nil
+	}
+}
+
+// baselineIndex is plain bluge as a project would start: the standard
+// analyzer, exposed name and description, BM25, no boosts.
+type baselineIndex struct {
+	reader *bluge.Reader
+}
+
+func buildBaseline(entries []Entry) (*baselineIndex, error) {
+	w, err := bluge.OpenWriter(bluge.InMemoryOnlyConfig())
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	b := bluge.NewBatch()
+	for _, e := range entries {
+		doc := bluge.NewDocument(e.Name).
+			AddField(bluge.NewTextField("name", e.Name)).
+			AddField(bluge.NewTextField("desc", e.Description))
+		b.Insert(doc)
+	}
+	if err := w.Batch(b); err != nil {
+		return nil, err
+	}
+	r, err := w.Reader()
+	if err != nil {
+		return nil, err
+	}
+	return &baselineIndex{reader: r}, nil
+}
+
+func (b *baselineIndex) search(text string, limit int) ([]string, error) {
+	q := bluge.NewBooleanQuery().
+		AddShould(bluge.NewMatchQuery(text).SetField("name")).
+		AddShould(bluge.NewMatchQuery(text).SetField("desc"))
+	it, err := b.reader.Search(context.Background(), bluge.NewTopNSearch(limit, q))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return names, nil
+		}
+		err = m.VisitStoredFields(func(f string, v []byte) bool {
+			if f == "_id" {
+				names = append(names, string(v))
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (b *baselineIndex) searchFunc() searchFunc {
+	return func(text string) ([]string, bool, error) {
+		names, err := b.search(text, 10)
+		return names, false, err
+	}
+}
+
+var styles = []string{"all", "named-service", "intent", "terse", "long", "typo"}
+
+// TestEval prints quiver's ranking figures next to plain bluge's on the
+// development queries and fails if Recall@5 drops under recall5Floor.
+// QUIVER_EVAL_MISSES=1 also logs every query whose primary is not first.
+func TestEval(t *testing.T) {
+	entries := testCatalog(t)
+	qs := testQueries(t)
+	ix, err := Build(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	base, err := buildBaseline(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.reader.Close()
+
+	q := evaluate(t, qs, quiverSearch(ix), os.Getenv("QUIVER_EVAL_MISSES") != "")
+	b := evaluate(t, qs, base.searchFunc(), false)
+
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d tools, %d queries\n", ix.Len(), len(qs))
+	fmt.Fprintf(&sb, "%-14s %4s | %-27s | %-27s | %s\n", "style", "n", "quiver R@1  R@5  MRR10", "bluge  R@1  R@5  MRR10", "quiver any@1 any@5 weak")
+	for _, st := range styles {
+		qs, bs := q[st], b[st]
+		if qs == nil {
+			continue
+		}
+		fmt.Fprintf(&sb, "%-14s %4d |        %.2f %.2f %.2f      |        %.2f %.2f %.2f      | %.2f %.2f %.2f\n",
+			st, qs.n, qs.ratio(qs.r1), qs.ratio(qs.r5), qs.mrr/float64(qs.n),
+			bs.ratio(bs.r1), bs.ratio(bs.r5), bs.mrr/float64(bs.n),
+			qs.ratio(qs.any1), qs.ratio(qs.any5), qs.ratio(qs.weak))
+	}
+	if none := q["none"]; none != nil {
+		fmt.Fprintf(&sb, "none: %d queries, top hit still confident (Weak=false) in %d\n", none.n, none.n-none.weak)
+	}
+	t.Log(sb.String())
+
+	if r5 := q["all"].ratio(q["all"].r5); r5 < recall5Floor {
+		t.Errorf("Recall@5 = %.3f, below the floor %.2f", r5, recall5Floor)
+	}
+}
+
+// summary is one line of figures, for comparing ranking variants.
+func summary(st map[string]*evalStats) string {
+	a := st["all"]
+	var per []string
+	for _, s := range styles[1:] {
+		if x := st[s]; x != nil {
+			per = append(per, fmt.Sprintf("%s %.2f", s[:4], x.ratio(x.r5)))
+		}
+	}
+	noneConf := 0
+	if n := st["none"]; n != nil {
+		noneConf = n.n - n.weak
+	}
+	return fmt.Sprintf("R1 %.3f R5 %.3f MRR %.3f falseWeak %d noneConf %d | R5 %s",
+		a.ratio(a.r1), a.ratio(a.r5), a.mrr/float64(a.n), a.weak, noneConf, strings.Join(per, " "))
+}
+
+// TestEvalVariants measures ranking variants side by side; it is how every
+// knob in defaultOptions was chosen. Run with QUIVER_EVAL_VARIANTS=1.
+func TestEvalVariants(t *testing.T) {
+	if os.Getenv("QUIVER_EVAL_VARIANTS") == "" {
+		t.Skip("set QUIVER_EVAL_VARIANTS=1 to compare ranking variants")
+	}
+	entries := testCatalog(t)
+	qs := testQueries(t)
+	type variant struct {
+		name string
+		mod  func(*options)
+	}
+	boost := func(f string, v float64) func(*options) {
+		return func(o *options) { o.boost[f] = v }
+	}
+	variants := []variant{
+		{"default", func(*options) {}},
+		{"no related", func(o *options) { o.relatedWeight = 0 }},
+		{"related 0.5", func(o *options) { o.relatedWeight = 0.5 }},
+		{"no typo", func(o *options) { o.typoWeight = 0 }},
+		{"name 2", boost(fieldName, 2)},
+		{"name 5", boost(fieldName, 5)},
+		{"title 1", boost(fieldTitle, 1)},
+		{"lead 0", boost(fieldLead, 0)},
+		{"lead 2", boost(fieldLead, 2)},
+		{"desc 0.5", boost(fieldDesc, 0.5)},
+		{"server 1", boost(fieldServer, 1)},
+		{"server 4", boost(fieldServer, 4)},
+		{"param 0", boost(fieldParam, 0)},
+		{"param 1", boost(fieldParam, 1)},
+	}
+	for _, v := range variants {
+		o := defaultOptions()
+		v.mod(&o)
+		ix, err := build(entries, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := evaluate(t, qs, quiverSearch(ix), false)
+		t.Logf("%-22s %s", v.name, summary(st))
+		ix.Close()
+	}
+}

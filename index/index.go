@@ -1,0 +1,441 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/search"
+)
+
+// Index fields. Boosts live in options; bluge has no index-time boosts.
+const (
+	fieldID     = "_id"
+	fieldKind   = "kind"
+	fieldName   = "name"   // the tool part of the exposed name, split
+	fieldTitle  = "title"  // annotations.title / skill title
+	fieldLead   = "lead"   // the description's first sentence: what the tool is for
+	fieldDesc   = "desc"   // the whole description
+	fieldServer = "server" // server key and its keywords
+	fieldParam  = "param"  // parameter names and descriptions
+	fieldHead   = "head"   // skill and reference headings
+)
+
+var textFields = []string{fieldName, fieldTitle, fieldLead, fieldDesc, fieldServer, fieldParam, fieldHead}
+
+// options are the ranking knobs. defaultOptions holds the values measured
+// best on the development queries (see eval_test.go); tests build variants.
+type options struct {
+	boost         map[string]float64 // per field
+	relatedWeight float64            // weight of a related synonym's term
+	typoWeight    float64            // weight of a typo-corrected term
+	weakCoverage  float64            // below this IDF-weighted share of the query in the top hit: Weak
+	maxUnknownIDF float64            // cap on an unknown word's weight in coverage, in IDF units
+}
+
+func defaultOptions() options {
+	return options{
+		boost: map[string]float64{
+			fieldName:   3,
+			fieldTitle:  2,
+			fieldLead:   1,
+			fieldDesc:   1,
+			fieldServer: 2,
+			fieldParam:  0.4,
+			fieldHead:   1,
+		},
+		relatedWeight: 0.3,
+		typoWeight:    0.8,
+		weakCoverage:  0.5,
+		maxUnknownIDF: 0, // 0: unknown words weigh like the rarest known word
+	}
+}
+
+// Index is an immutable search index over entries, safe for concurrent
+// Search and Closest. Build one per catalog; Close it when it is replaced.
+type Index struct {
+	opts    options
+	entries []Entry
+	reader  *bluge.Reader
+
+	docs    int
+	df      map[string]int            // term -> entries having it in any field
+	fdf     map[string]map[string]int // field -> term -> entries having it there
+	terms   [][]string                // entry -> its sorted distinct terms
+	speller *speller
+
+	names []nameForms // for Closest
+}
+
+// Build indexes entries. Names must be non-empty and unique.
+func Build(entries []Entry) (*Index, error) {
+	return build(entries, defaultOptions())
+}
+
+func build(entries []Entry, opts options) (ix *Index, err error) {
+	ix = &Index{
+		opts:    opts,
+		entries: append([]Entry(nil), entries...),
+		docs:    len(entries),
+		df:      map[string]int{},
+		fdf:     map[string]map[string]int{},
+		terms:   make([][]string, len(entries)),
+		names:   make([]nameForms, len(entries)),
+	}
+	for _, f := range textFields {
+		ix.fdf[f] = map[string]int{}
+	}
+	seen := make(map[string]struct{}, len(entries))
+	for _, e := range entries {
+		if e.Name == "" {
+			return nil, errors.New("build index: entry with empty name")
+		}
+		if _, dup := seen[e.Name]; dup {
+			return nil, fmt.Errorf("build index: duplicate entry name %q", e.Name)
+		}
+		seen[e.Name] = struct{}{}
+	}
+
+	w, err := bluge.OpenWriter(bluge.InMemoryOnlyConfig())
+	if err != nil {
+		return nil, fmt.Errorf("build index: open writer: %w", err)
+	}
+	// The reader is a snapshot that outlives the writer; the writer's merge
+	// goroutines are not needed once the one batch is in.
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("build index: close writer: %w", cerr)
+		}
+		if err != nil && ix != nil && ix.reader != nil {
+			_ = ix.reader.Close()
+		}
+		if err != nil {
+			ix = nil
+		}
+	}()
+
+	a := &analyzer{stems: map[string]string{}}
+	wordFreq := map[string]int{}
+	batch := bluge.NewBatch()
+	var toks []token
+	var sb strings.Builder
+	for i, e := range ix.entries {
+		doc := bluge.NewDocument(strconv.Itoa(i))
+		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
+		entryTerms := map[string]struct{}{}
+		entryWords := map[string]struct{}{}
+		for _, f := range textFields {
+			toks = a.analyze(fieldText(e, f), toks[:0])
+			if len(toks) == 0 {
+				continue
+			}
+			sb.Reset()
+			fieldSeen := map[string]struct{}{}
+			for j, t := range toks {
+				if j > 0 {
+					sb.WriteByte(' ')
+				}
+				sb.WriteString(t.term)
+				entryWords[t.word] = struct{}{}
+				if _, ok := fieldSeen[t.term]; !ok {
+					fieldSeen[t.term] = struct{}{}
+					ix.fdf[f][t.term]++
+				}
+				entryTerms[t.term] = struct{}{}
+			}
+			doc.AddField(bluge.NewTextField(f, sb.String()).WithAnalyzer(termsAnalyzer{}))
+		}
+		ts := make([]string, 0, len(entryTerms))
+		for t := range entryTerms {
+			ts = append(ts, t)
+			ix.df[t]++
+		}
+		sort.Strings(ts)
+		ix.terms[i] = ts
+		for wd := range entryWords {
+			if !strings.Contains(wd, " ") {
+				wordFreq[wd]++
+			}
+		}
+		ix.names[i] = newNameForms(e.Name)
+		batch.Insert(doc)
+	}
+	if err := w.Batch(batch); err != nil {
+		return ix, fmt.Errorf("build index: batch: %w", err)
+	}
+	ix.reader, err = w.Reader()
+	if err != nil {
+		return ix, fmt.Errorf("build index: reader: %w", err)
+	}
+	ix.speller = newSpeller(wordFreq)
+	return ix, nil
+}
+
+// fieldText is the text of entry e that goes into field f.
+func fieldText(e Entry, f string) string {
+	switch f {
+	case fieldName:
+		return toolPart(e)
+	case fieldTitle:
+		return e.Title
+	case fieldLead:
+		return leadSentence(e.Description)
+	case fieldDesc:
+		return e.Description
+	case fieldServer:
+		return e.Server + " " + strings.Join(e.Keywords, " ")
+	case fieldParam:
+		var sb strings.Builder
+		for _, p := range e.Params {
+			sb.WriteString(p.Name)
+			sb.WriteByte(' ')
+			sb.WriteString(p.Description)
+			sb.WriteByte(' ')
+		}
+		return sb.String()
+	case fieldHead:
+		return strings.Join(e.Headings, " ")
+	}
+	return ""
+}
+
+// toolPart is the exposed name without its server prefix: the server has a
+// field of its own, and repeating it in every name would only dilute the
+// name field.
+func toolPart(e Entry) string {
+	if e.Server != "" {
+		if rest, ok := strings.CutPrefix(e.Name, e.Server+"__"); ok {
+			return rest
+		}
+	}
+	return e.Name
+}
+
+// leadSentence is the description up to its first sentence end or line
+// break, at most 200 bytes: most descriptions say what the tool does first
+// and how to call it after.
+func leadSentence(d string) string {
+	d = strings.TrimSpace(d)
+	end := len(d)
+	if i := strings.IndexByte(d, '\n'); i >= 0 && i < end {
+		end = i
+	}
+	for i := 0; i+1 < end; i++ {
+		if (d[i] == '.' || d[i] == '!' || d[i] == '?') && d[i+1] == ' ' {
+			end = i
+			break
+		}
+	}
+	if end > 200 {
+		end = 200
+	}
+	return d[:end]
+}
+
+// Close releases the index's reader.
+func (ix *Index) Close() error {
+	if ix == nil || ix.reader == nil {
+		return nil
+	}
+	if err := ix.reader.Close(); err != nil {
+		return fmt.Errorf("close index: %w", err)
+	}
+	return nil
+}
+
+// Len is the number of entries.
+func (ix *Index) Len() int { return len(ix.entries) }
+
+// Query is one search.
+type Query struct {
+	Text  string
+	Kinds []Kind // empty = any kind
+	Limit int    // <=0 means 5; capped at 10
+}
+
+// Hit is one found entry.
+type Hit struct {
+	Entry Entry
+	Score float64
+}
+
+// Result is a search's answer.
+type Result struct {
+	Hits []Hit
+	// Weak is true when nothing matched well (the best hit is a poor match):
+	// the answer must say so plainly.
+	Weak bool
+}
+
+const (
+	defaultLimit = 5
+	maxLimit     = 10
+)
+
+// queryTerm is one distinct term of a query and how much it counts.
+type queryTerm struct {
+	term   string
+	weight float64
+	typo   bool
+}
+
+// Search ranks entries for q.Text. An empty query or one with no indexable
+// word gives an empty, weak result.
+func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	limit = min(limit, maxLimit)
+
+	qts := ix.queryTerms(q.Text)
+	if len(qts) == 0 {
+		return Result{Weak: true}, nil
+	}
+	bq := ix.blugeQuery(qts, q.Kinds)
+	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(limit, bq))
+	if err != nil {
+		return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+	}
+	var res Result
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		if m == nil {
+			break
+		}
+		i, err := ix.docIndex(m)
+		if err != nil {
+			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+		res.Hits = append(res.Hits, Hit{Entry: ix.entries[i], Score: m.Score})
+		if len(res.Hits) == 1 {
+			res.Weak = ix.coverage(i, qts) < ix.opts.weakCoverage
+		}
+	}
+	if len(res.Hits) == 0 {
+		res.Weak = true
+	}
+	return res, nil
+}
+
+func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
+	idx := -1
+	err := m.VisitStoredFields(func(field string, value []byte) bool {
+		if field == fieldID {
+			idx, _ = strconv.Atoi(string(value))
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read hit: %w", err)
+	}
+	if idx < 0 || idx >= len(ix.entries) {
+		return 0, fmt.Errorf("read hit: bad document id %d", idx)
+	}
+	return idx, nil
+}
+
+// queryTerms analyzes text and corrects words the catalog does not have.
+func (ix *Index) queryTerms(text string) []queryTerm {
+	var a analyzer
+	toks := a.analyze(text, nil)
+	out := make([]queryTerm, 0, len(toks))
+	seen := map[string]bool{}
+	for _, t := range toks {
+		qt := queryTerm{term: t.term, weight: 1}
+		if ix.df[t.term] == 0 && ix.opts.typoWeight > 0 && !strings.Contains(t.word, " ") {
+			if c := ix.speller.correct(t.word); c != "" {
+				if ct := a.analyze(c, nil); len(ct) == 1 {
+					qt = queryTerm{term: ct[0].term, weight: ix.opts.typoWeight, typo: true}
+				}
+			}
+		}
+		if seen[qt.term] {
+			continue
+		}
+		seen[qt.term] = true
+		out = append(out, qt)
+	}
+	return out
+}
+
+func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
+	bq := bluge.NewBooleanQuery()
+	inQuery := map[string]bool{}
+	for _, qt := range qts {
+		inQuery[qt.term] = true
+	}
+	add := func(term string, weight float64) {
+		for _, f := range textFields {
+			if ix.fdf[f][term] == 0 {
+				continue
+			}
+			bq.AddShould(bluge.NewTermQuery(term).SetField(f).SetBoost(weight * ix.opts.boost[f]))
+		}
+	}
+	for _, qt := range qts {
+		add(qt.term, qt.weight)
+		if ix.opts.relatedWeight <= 0 {
+			continue
+		}
+		for _, r := range vocab.related[qt.term] {
+			if !inQuery[r] {
+				add(r, qt.weight*ix.opts.relatedWeight)
+			}
+		}
+	}
+	if len(kinds) > 0 {
+		kq := bluge.NewBooleanQuery()
+		for _, k := range kinds {
+			kq.AddShould(bluge.NewTermQuery(string(k)).SetField(fieldKind).SetBoost(0))
+		}
+		bq.AddMust(kq)
+		bq.SetMinShould(1)
+	}
+	return bq
+}
+
+// coverage is the IDF-weighted share of the query's terms that entry i has.
+// A confident hit covers the query's rare words; a hit that only shares
+// "create" and "page" with "create a Confluence page" is a poor match.
+func (ix *Index) coverage(i int, qts []queryTerm) float64 {
+	var have, total float64
+	maxIDF := ix.idf(0)
+	for _, qt := range qts {
+		w := ix.idf(ix.df[qt.term])
+		if ix.df[qt.term] == 0 && ix.opts.maxUnknownIDF > 0 {
+			w = math.Min(maxIDF, ix.opts.maxUnknownIDF)
+		}
+		if qt.typo {
+			w *= ix.opts.typoWeight
+		}
+		total += w
+		ts := ix.terms[i]
+		if j := sort.SearchStrings(ts, qt.term); j < len(ts) && ts[j] == qt.term {
+			have += w
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return have / total
+}
+
+// idf is BM25's inverse document frequency over entries; an unknown word
+// (df 0) weighs like a word only one entry has.
+func (ix *Index) idf(df int) float64 {
+	if df < 1 {
+		df = 1
+	}
+	n := float64(ix.docs)
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}

@@ -1,0 +1,111 @@
+package index
+
+import "sort"
+
+// speller corrects a query word that the catalog does not contain to the most
+// common catalog word one edit away (insert, delete, substitute, or swap two
+// neighbours: the typos people make). It uses symmetric deletes: every word
+// and every one-letter deletion of it is keyed to the word, so a lookup costs
+// a handful of map reads instead of a scan of the vocabulary.
+type speller struct {
+	words   []string
+	freq    []int              // how many entries use the word
+	deletes map[string][]int32 // word or word minus one letter -> word ids
+}
+
+// minTypoLen: shorter words have too many neighbours one edit away ("pod",
+// "pot", "pop") for a correction to be more than a guess.
+const minTypoLen = 4
+
+func newSpeller(freq map[string]int) *speller {
+	s := &speller{deletes: make(map[string][]int32, len(freq)*4)}
+	words := make([]string, 0, len(freq))
+	for w := range freq {
+		words = append(words, w)
+	}
+	sort.Strings(words) // deterministic ids and ties
+	s.words = words
+	s.freq = make([]int, len(words))
+	for i, w := range words {
+		s.freq[i] = freq[w]
+		if len(w) < minTypoLen-1 {
+			continue
+		}
+		s.add(w, int32(i))
+		forEachDelete(w, func(d string) { s.add(d, int32(i)) })
+	}
+	return s
+}
+
+func (s *speller) add(key string, id int32) {
+	ids := s.deletes[key]
+	if n := len(ids); n > 0 && ids[n-1] == id {
+		return // "aab" minus either "a" is the same key
+	}
+	s.deletes[key] = append(ids, id)
+}
+
+func forEachDelete(w string, f func(string)) {
+	for i := 0; i < len(w); i++ {
+		f(w[:i] + w[i+1:])
+	}
+}
+
+// correct returns the catalog word one edit from w used by the most entries,
+// or "" when there is none. w itself is assumed unknown.
+func (s *speller) correct(w string) string {
+	if len(w) < minTypoLen {
+		return ""
+	}
+	best, bestFreq := -1, 0
+	try := func(key string) {
+		for _, id := range s.deletes[key] {
+			cand := s.words[id]
+			f := s.freq[id]
+			better := best < 0 || f > bestFreq || (f == bestFreq && cand < s.words[best])
+			if !better {
+				continue
+			}
+			if osaDistance(w, cand, 1) <= 1 {
+				best, bestFreq = int(id), f
+			}
+		}
+	}
+	try(w)
+	forEachDelete(w, try)
+	if best < 0 {
+		return ""
+	}
+	return s.words[best]
+}
+
+// osaDistance is the optimal string alignment distance (Levenshtein plus
+// adjacent transpositions) between a and b, on bytes; lengths further apart
+// than max give max+1 without the table.
+func osaDistance(a, b string, max int) int {
+	if d := len(a) - len(b); d > max || -d > max {
+		return max + 1
+	}
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				v = min(v, prev2[j-2]+1)
+			}
+			cur[j] = v
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
