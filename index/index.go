@@ -11,6 +11,7 @@ import (
 
 	"github.com/blugelabs/bluge"
 	"github.com/blugelabs/bluge/search"
+	"github.com/blugelabs/bluge/search/similarity"
 )
 
 // Index fields. Boosts live in options; bluge has no index-time boosts.
@@ -24,35 +25,56 @@ const (
 	fieldServer = "server" // server key and its keywords
 	fieldParam  = "param"  // parameter names and descriptions
 	fieldHead   = "head"   // skill and reference headings
+	fieldAll    = "all"    // BM25F: every field, its terms repeated by the field's weight
 )
 
 var textFields = []string{fieldName, fieldTitle, fieldLead, fieldDesc, fieldServer, fieldParam, fieldHead}
 
 // options are the ranking knobs. defaultOptions holds the values measured
-// best on the development queries (see eval_test.go); tests build variants.
+// best on the development queries (TestEvalVariants); tests build variants.
 type options struct {
-	boost         map[string]float64 // per field
-	relatedWeight float64            // weight of a related synonym's term
-	typoWeight    float64            // weight of a typo-corrected term
-	weakCoverage  float64            // below this IDF-weighted share of the query in the top hit: Weak
-	maxUnknownIDF float64            // cap on an unknown word's weight in coverage, in IDF units
+	// weights: a field's terms are repeated this many times in the one
+	// combined field bluge scores. A term's frequency is thus summed over
+	// fields with these weights, it has one IDF and saturates once (BM25F),
+	// instead of scoring again in every field it appears in.
+	weights map[string]int
+	k1, b   float64 // BM25 parameters of the combined field
+
+	// descCap keeps only the first descCap terms of a description (0: all),
+	// each counted once when descDistinct. Long descriptions carry examples
+	// and JSON that drown the tool's purpose and stretch length
+	// normalization.
+	descCap      int
+	descDistinct bool
+
+	describeThings bool    // replace paths, URLs, addresses in queries by their kind
+	serverBoost    float64 // query term naming a server: extra clause on the server field
+	serverShare    float64 // ... when at least this share of the entries with the term have it as server
+	relatedWeight  float64 // weight of a related synonym's term
+	typoWeight     float64 // weight of a typo-corrected term; 0 disables correction
+
+	rerankDepth  int     // candidates taken from bluge for reranking
+	domainWeight float64 // server-domain prior, as a share of the best bluge score
+
+	weakCoverage float64 // below this IDF-weighted share of the query in the top hit: Weak
 }
 
 func defaultOptions() options {
 	return options{
-		boost: map[string]float64{
-			fieldName:   3,
-			fieldTitle:  2,
-			fieldLead:   1,
-			fieldDesc:   1,
-			fieldServer: 2,
-			fieldParam:  0.4,
-			fieldHead:   1,
+		weights: map[string]int{
+			fieldName: 4, fieldTitle: 2, fieldLead: 2, fieldDesc: 1,
+			fieldServer: 4, fieldParam: 1, fieldHead: 2,
 		},
-		relatedWeight: 0.3,
-		typoWeight:    0.8,
-		weakCoverage:  0.5,
-		maxUnknownIDF: 0, // 0: unknown words weigh like the rarest known word
+		k1: 2, b: 0.75,
+		descCap: 60, descDistinct: true,
+		describeThings: true,
+		serverBoost:    5,
+		serverShare:    0.5,
+		relatedWeight:  0.3,
+		typoWeight:     0.8,
+		rerankDepth:    50,
+		domainWeight:   0.2,
+		weakCoverage:   0.5,
 	}
 }
 
@@ -70,6 +92,13 @@ type Index struct {
 	speller *speller
 
 	names []nameForms // for Closest
+
+	// The server-domain prior: what share of each server's entries have a
+	// term. A server whose tools talk about "channel" and "message" is where
+	// a chat question belongs even when no single tool says it all.
+	serverOf   []int32                  // entry -> server id (-1: none)
+	serverSize []int                    // server id -> entries
+	serverDF   map[string]map[int32]int // term -> server id -> entries having it
 }
 
 // Build indexes entries. Names must be non-empty and unique.
@@ -90,8 +119,22 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 	for _, f := range textFields {
 		ix.fdf[f] = map[string]int{}
 	}
+	ix.serverOf = make([]int32, len(entries))
+	ix.serverDF = map[string]map[int32]int{}
+	serverID := map[string]int32{}
 	seen := make(map[string]struct{}, len(entries))
-	for _, e := range entries {
+	for i, e := range entries {
+		ix.serverOf[i] = -1
+		if e.Server != "" {
+			id, ok := serverID[e.Server]
+			if !ok {
+				id = int32(len(ix.serverSize))
+				serverID[e.Server] = id
+				ix.serverSize = append(ix.serverSize, 0)
+			}
+			ix.serverOf[i] = id
+			ix.serverSize[id]++
+		}
 		if e.Name == "" {
 			return nil, errors.New("build index: entry with empty name")
 		}
@@ -101,7 +144,9 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		seen[e.Name] = struct{}{}
 	}
 
-	w, err := bluge.OpenWriter(bluge.InMemoryOnlyConfig())
+	cfg := bluge.InMemoryOnlyConfig()
+	cfg.PerFieldSimilarity[fieldAll] = similarity.NewBM25SimilarityBK1(opts.b, opts.k1)
+	w, err := bluge.OpenWriter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build index: open writer: %w", err)
 	}
@@ -123,8 +168,9 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 	wordFreq := map[string]int{}
 	batch := bluge.NewBatch()
 	var toks []token
-	var sb strings.Builder
+	var sb, all strings.Builder
 	for i, e := range ix.entries {
+		all.Reset()
 		doc := bluge.NewDocument(strconv.Itoa(i))
 		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
 		entryTerms := map[string]struct{}{}
@@ -136,6 +182,7 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 			}
 			sb.Reset()
 			fieldSeen := map[string]struct{}{}
+			inAll := 0
 			for j, t := range toks {
 				if j > 0 {
 					sb.WriteByte(' ')
@@ -147,13 +194,37 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 					ix.fdf[f][t.term]++
 				}
 				entryTerms[t.term] = struct{}{}
+				if f == fieldDesc {
+					if opts.descCap > 0 && inAll >= opts.descCap {
+						continue
+					}
+					if opts.descDistinct && j > 0 && seenBefore(toks[:j], t.term) {
+						continue
+					}
+					inAll++
+				}
+				for k := 0; k < opts.weights[f]; k++ {
+					all.WriteString(t.term)
+					all.WriteByte(' ')
+				}
 			}
-			doc.AddField(bluge.NewTextField(f, sb.String()).WithAnalyzer(termsAnalyzer{}))
+			if f == fieldServer {
+				doc.AddField(bluge.NewTextField(f, sb.String()).WithAnalyzer(termsAnalyzer{}))
+			}
 		}
+		doc.AddField(bluge.NewTextField(fieldAll, all.String()).WithAnalyzer(termsAnalyzer{}))
 		ts := make([]string, 0, len(entryTerms))
 		for t := range entryTerms {
 			ts = append(ts, t)
 			ix.df[t]++
+			if sid := ix.serverOf[i]; sid >= 0 {
+				m := ix.serverDF[t]
+				if m == nil {
+					m = map[int32]int{}
+					ix.serverDF[t] = m
+				}
+				m[sid]++
+			}
 		}
 		sort.Strings(ts)
 		ix.terms[i] = ts
@@ -188,7 +259,13 @@ func fieldText(e Entry, f string) string {
 	case fieldDesc:
 		return e.Description
 	case fieldServer:
-		return e.Server + " " + strings.Join(e.Keywords, " ")
+		words := []string{e.Server}
+		for _, k := range e.Keywords {
+			if k != e.Server {
+				words = append(words, k)
+			}
+		}
+		return strings.Join(words, " ")
 	case fieldParam:
 		var sb strings.Builder
 		for _, p := range e.Params {
@@ -298,11 +375,12 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{Weak: true}, nil
 	}
 	bq := ix.blugeQuery(qts, q.Kinds)
-	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(limit, bq))
+	depth := max(limit, ix.opts.rerankDepth)
+	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(depth, bq))
 	if err != nil {
 		return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
 	}
-	var res Result
+	var cands []candidate
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -315,15 +393,56 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
 		}
-		res.Hits = append(res.Hits, Hit{Entry: ix.entries[i], Score: m.Score})
-		if len(res.Hits) == 1 {
-			res.Weak = ix.coverage(i, qts) < ix.opts.weakCoverage
-		}
+		cands = append(cands, candidate{i: i, score: m.Score})
 	}
-	if len(res.Hits) == 0 {
-		res.Weak = true
+	if len(cands) == 0 {
+		return Result{Weak: true}, nil
+	}
+	ix.rerank(cands, qts)
+	res := Result{Weak: ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage}
+	for _, c := range cands[:min(limit, len(cands))] {
+		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
 	}
 	return res, nil
+}
+
+type candidate struct {
+	i     int
+	score float64
+}
+
+// rerank adds the server-domain prior to bluge's scores and sorts.
+func (ix *Index) rerank(cands []candidate, qts []queryTerm) {
+	if ix.opts.domainWeight > 0 {
+		top := cands[0].score
+		dom := map[int32]float64{}
+		var best float64
+		for _, c := range cands {
+			sid := ix.serverOf[c.i]
+			if sid < 0 {
+				continue
+			}
+			if _, ok := dom[sid]; ok {
+				continue
+			}
+			var d float64
+			for _, qt := range qts {
+				if n := ix.serverDF[qt.term][sid]; n > 0 {
+					d += qt.weight * ix.idf(ix.df[qt.term]) * float64(n) / float64(ix.serverSize[sid])
+				}
+			}
+			dom[sid] = d
+			best = max(best, d)
+		}
+		if best > 0 {
+			for k := range cands {
+				if sid := ix.serverOf[cands[k].i]; sid >= 0 {
+					cands[k].score += ix.opts.domainWeight * top * dom[sid] / best
+				}
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].score > cands[b].score })
 }
 
 func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
@@ -347,6 +466,9 @@ func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
 // queryTerms analyzes text and corrects words the catalog does not have.
 func (ix *Index) queryTerms(text string) []queryTerm {
 	var a analyzer
+	if ix.opts.describeThings {
+		text = describeThings(text)
+	}
 	toks := a.analyze(text, nil)
 	out := make([]queryTerm, 0, len(toks))
 	seen := map[string]bool{}
@@ -375,15 +497,15 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 		inQuery[qt.term] = true
 	}
 	add := func(term string, weight float64) {
-		for _, f := range textFields {
-			if ix.fdf[f][term] == 0 {
-				continue
-			}
-			bq.AddShould(bluge.NewTermQuery(term).SetField(f).SetBoost(weight * ix.opts.boost[f]))
+		if ix.df[term] > 0 {
+			bq.AddShould(bluge.NewTermQuery(term).SetField(fieldAll).SetBoost(weight))
 		}
 	}
 	for _, qt := range qts {
 		add(qt.term, qt.weight)
+		if ix.opts.serverBoost > 0 && float64(ix.fdf[fieldServer][qt.term]) >= ix.opts.serverShare*float64(ix.df[qt.term]) && ix.df[qt.term] > 0 {
+			bq.AddShould(bluge.NewTermQuery(qt.term).SetField(fieldServer).SetBoost(qt.weight * ix.opts.serverBoost))
+		}
 		if ix.opts.relatedWeight <= 0 {
 			continue
 		}
@@ -409,12 +531,8 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 // "create" and "page" with "create a Confluence page" is a poor match.
 func (ix *Index) coverage(i int, qts []queryTerm) float64 {
 	var have, total float64
-	maxIDF := ix.idf(0)
 	for _, qt := range qts {
 		w := ix.idf(ix.df[qt.term])
-		if ix.df[qt.term] == 0 && ix.opts.maxUnknownIDF > 0 {
-			w = math.Min(maxIDF, ix.opts.maxUnknownIDF)
-		}
 		if qt.typo {
 			w *= ix.opts.typoWeight
 		}
@@ -438,4 +556,13 @@ func (ix *Index) idf(df int) float64 {
 	}
 	n := float64(ix.docs)
 	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+func seenBefore(toks []token, term string) bool {
+	for _, t := range toks {
+		if t.term == term {
+			return true
+		}
+	}
+	return false
 }
