@@ -1,0 +1,206 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/index"
+)
+
+// A Searcher runs searches over the tools the session may know about.
+type Searcher interface {
+	Search(ctx context.Context, q index.Query) (index.Result, error)
+	Closest(text string, n int, kinds ...index.Kind) []string
+}
+
+// A Binder makes tools callable in the session that searched for them.
+type Binder interface {
+	// Bind binds the named tools and returns those it bound.
+	Bind(names []string) []string
+}
+
+// A SchemaSource returns a tool's input schema, for answers that carry the
+// schemas of the tools they bind (so a host without the tools in its list
+// can call them through call_tool without another round).
+type SchemaSource interface {
+	InputSchema(name string) (json.RawMessage, bool)
+}
+
+// SearchArgs are search_tools' arguments.
+type SearchArgs struct {
+	Query string `json:"query"`
+	Kind  string `json:"kind"`
+	Limit int    `json:"limit"`
+}
+
+// maxDescription bounds each hit's line so an answer stays small.
+const maxDescription = 160
+
+// Search runs search_tools. schemas may be nil (no schemas in the answer).
+func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw json.RawMessage) *mcp.CallToolResult {
+	var args SearchArgs
+	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil {
+		return refuse("deny.args_invalid", fmt.Sprintf(
+			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"limit\": 1-10}; %s.", plain(err)))
+	}
+	args.Query = strings.TrimSpace(args.Query)
+	if args.Query == "" {
+		return refuse("deny.args_invalid", `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
+	}
+	kinds, ok := kindsFor(args.Kind)
+	if !ok {
+		return refuse("deny.args_invalid", fmt.Sprintf("kind %q is not one of any, tool, core, mcp, skill, reference.", args.Kind))
+	}
+	if args.Limit < 0 || args.Limit > 10 {
+		return refuse("deny.args_invalid", fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
+	}
+	res, err := s.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Limit: args.Limit})
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
+	}
+
+	var bindable []string
+	for _, h := range res.Hits {
+		if h.Entry.Kind == index.KindMCP {
+			bindable = append(bindable, h.Entry.Name)
+		}
+	}
+	bound := []string{}
+	if len(bindable) > 0 {
+		bound = b.Bind(bindable)
+	}
+
+	var text strings.Builder
+	hits := make([]map[string]any, 0, len(res.Hits))
+	if len(res.Hits) == 0 {
+		fmt.Fprintf(&text, "No tools match %q.", args.Query)
+		if near := s.Closest(args.Query, 3, kinds...); len(near) > 0 {
+			fmt.Fprintf(&text, " Closest names: %s.", strings.Join(near, ", "))
+		}
+		text.WriteString(" Nothing was bound; try other words.")
+	} else {
+		if res.Weak {
+			fmt.Fprintf(&text, "Nothing matched %q well; the nearest tools are below. If none fits, no connected server can do this.\n", args.Query)
+		} else {
+			fmt.Fprintf(&text, "Matches for %q:\n", args.Query)
+		}
+		for _, h := range res.Hits {
+			desc := firstSentence(h.Entry.Description, maxDescription)
+			fmt.Fprintf(&text, "- %s [%s] — %s", h.Entry.Name, h.Entry.Kind, desc)
+			if h.Entry.Path != "" {
+				fmt.Fprintf(&text, " (read it with read_file {\"path\": %q})", h.Entry.Path)
+			}
+			text.WriteByte('\n')
+			hit := map[string]any{"name": h.Entry.Name, "kind": string(h.Entry.Kind), "description": desc, "score": round(h.Score)}
+			if h.Entry.Path != "" {
+				hit["path"] = h.Entry.Path
+			}
+			hits = append(hits, hit)
+		}
+		if len(bound) > 0 {
+			fmt.Fprintf(&text, "Bound for your next step: %s", strings.Join(bound, ", "))
+		} else {
+			text.WriteString("Nothing was bound.")
+		}
+	}
+	structured := map[string]any{"query": args.Query, "hits": hits, "bound": bound, "weak": res.Weak}
+	if schemas != nil && len(bound) > 0 {
+		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
+		all := map[string]json.RawMessage{}
+		for _, name := range bound {
+			if sch, ok := schemas.InputSchema(name); ok {
+				all[name] = compact(sch)
+				fmt.Fprintf(&text, "\n%s: %s", name, all[name])
+			}
+		}
+		structured["schemas"] = all
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())}, StructuredContent: structured}
+}
+
+func kindsFor(kind string) ([]index.Kind, bool) {
+	switch kind {
+	case "", "any":
+		return nil, true
+	case "tool":
+		return []index.Kind{index.KindCore, index.KindMCP}, true
+	case "core":
+		return []index.Kind{index.KindCore}, true
+	case "mcp":
+		return []index.Kind{index.KindMCP}, true
+	case "skill":
+		return []index.Kind{index.KindSkill}, true
+	case "reference":
+		return []index.Kind{index.KindReference}, true
+	}
+	return nil, false
+}
+
+// firstSentence cuts a description to its first sentence, at most max
+// bytes, on a rune boundary.
+func firstSentence(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '.' && s[i+1] == ' ' && i >= 10 {
+			s = s[:i+1]
+			break
+		}
+	}
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimRight(s[:cut], " ") + "…"
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+func orEmpty(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// plain turns a json decoding error into words a model can act on.
+func plain(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "json: ")
+	if strings.HasPrefix(msg, "unknown field") {
+		return msg + " (only the fields above are accepted)"
+	}
+	if strings.Contains(msg, "cannot unmarshal") {
+		return "the arguments have the wrong type: " + msg
+	}
+	return "the arguments are not a JSON object: " + msg
+}
+
+// refuse builds a refusal: isError, the code first so hosts and people can
+// grep it, then the sentence.
+func refuse(code, reason string) *mcp.CallToolResult {
+	res := mcp.NewToolResultError(code + ": " + reason)
+	res.StructuredContent = map[string]any{"code": code, "reason": reason}
+	return res
+}
+
+// Refusal is the result quiver returns for a call it does not run.
+func Refusal(code, reason string) *mcp.CallToolResult { return refuse(code, reason) }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/proxy"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+func versionCmd() *command {
+	return &command{
+		summary: "print quiver's version",
+		usage:   "version",
+		help:    "Prints quiver's version.",
+		run: func(ctx context.Context, e *env, args []string) error {
+			fmt.Fprintf(e.stdout, "quiver %s\n", registry.Version)
+			return nil
+		},
+	}
+}
+
+// started loads the config, starts every server and waits until each has
+// tried once (or wait runs out), for commands that print once.
+func started(ctx context.Context, e *env, c *common, wait time.Duration) (*proxy.Server, error) {
+	if c.logLevel == "info" {
+		c.logLevel = "warn" // a one-shot command's stderr is for problems
+	}
+	log, err := c.logger(e)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := c.load(e)
+	if err != nil {
+		return nil, err
+	}
+	state, err := c.state(e)
+	if err != nil {
+		return nil, err
+	}
+	p := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
+	p.Start(ctx)
+	select {
+	case <-p.Ready():
+	case <-time.After(wait):
+	case <-ctx.Done():
+	}
+	return p, nil
+}
+
+func searchCmd() *command {
+	return &command{
+		summary: "search the configured servers' tools as search_tools would",
+		usage:   "search [--kind KIND] [--limit N] [--config PATH] QUERY...",
+		help: `
+Starts the configured servers, runs the query through the same search the
+model gets (search_tools), and prints the answer.
+
+Flags:
+  --kind KIND   any (default), tool, core, mcp, skill or reference
+  --limit N     hits to show, 1 to 10 (default 5)
+  --wait D      how long to wait for servers to start (default 30s)
+  --json        print the structured answer instead of the text`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			var c common
+			var kind string
+			var limit int
+			var wait time.Duration
+			var asJSON bool
+			fs := newFlags("search")
+			c.register(fs)
+			fs.StringVar(&kind, "kind", "any", "kind")
+			fs.IntVar(&limit, "limit", 0, "hits")
+			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			fs.BoolVar(&asJSON, "json", false, "structured output")
+			if err := parse(fs, args); err != nil {
+				return err
+			}
+			query := strings.Join(fs.Args(), " ")
+			if strings.TrimSpace(query) == "" {
+				return fmt.Errorf("%w: say what to search for, e.g. quiver search \"take a note\"", errUsage)
+			}
+			p, err := started(ctx, e, &c, wait)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			q, _ := json.Marshal(map[string]any{"query": query, "kind": kind, "limit": limit})
+			res := p.Search(ctx, q)
+			if asJSON {
+				b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+				fmt.Fprintln(e.stdout, string(b))
+			} else {
+				fmt.Fprintln(e.stdout, text(res))
+			}
+			if res.IsError {
+				return fmt.Errorf("search refused")
+			}
+			return nil
+		},
+	}
+}
+
+func toolsCmd() *command {
+	return &command{
+		summary: "list every tool the configured servers offer",
+		usage:   "tools list [--config PATH] [--json]",
+		help: `
+Starts the configured servers and lists every tool: its exposed name, its
+server, whether it is enabled, and its action class (read, write,
+destructive, network) as its annotations describe it.
+
+Flags:
+  --json     one JSON object per tool
+  --wait D   how long to wait for servers to start (default 30s)`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 || args[0] != "list" {
+				return fmt.Errorf("%w: the tools command takes a subcommand: list", errUsage)
+			}
+			var c common
+			var wait time.Duration
+			var asJSON bool
+			fs := newFlags("tools list")
+			c.register(fs)
+			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			fs.BoolVar(&asJSON, "json", false, "JSON lines")
+			if err := parse(fs, args[1:]); err != nil {
+				return err
+			}
+			p, err := started(ctx, e, &c, wait)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			cat := p.Catalog()
+			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			if !asJSON {
+				fmt.Fprintln(tw, "TOOL\tSERVER\tENABLED\tCLASS")
+			}
+			for _, t := range cat.Tools {
+				if asJSON {
+					b, _ := json.Marshal(map[string]any{"name": t.Exposed, "server": t.Server, "tool": t.Name, "enabled": true, "class": class(t.Annotations)})
+					fmt.Fprintln(e.stdout, string(b))
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Exposed, t.Server, "yes", class(t.Annotations))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// class reads a tool's action class from its annotations. They are hints
+// from the server, shown as such; the gate applies its own overrides.
+func class(a mcp.ToolAnnotation) string {
+	switch {
+	case a.ReadOnlyHint != nil && *a.ReadOnlyHint:
+		return "read"
+	case a.DestructiveHint != nil && *a.DestructiveHint:
+		return "destructive"
+	case a.OpenWorldHint != nil && *a.OpenWorldHint:
+		return "network"
+	}
+	return "write"
+}
+
+func doctorCmd() *command {
+	return &command{
+		summary: "check every server and weigh the surface",
+		usage:   "doctor [--config PATH] [--wait D]",
+		help: `
+Loads the configuration (reporting any error with its line), starts every
+server, and prints each one's state, tool count and last error; then the size
+of what a model reads first (the lean surface) against listing every tool,
+in bytes and estimated tokens (4 bytes a token). Exits 1 if any server is down.
+
+Flags:
+  --wait D   how long to wait for servers to start (default 30s)`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			var c common
+			var wait time.Duration
+			fs := newFlags("doctor")
+			c.register(fs)
+			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			if err := parse(fs, args); err != nil {
+				return err
+			}
+			p, err := started(ctx, e, &c, wait)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			cat := p.Catalog()
+			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tLAST ERROR")
+			down := 0
+			for _, s := range cat.Servers {
+				if s.State != registry.StateUp {
+					down++
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, s.Transport, s.State, s.Tools, s.LastError)
+			}
+			_ = tw.Flush()
+			for _, prob := range cat.Problems {
+				fmt.Fprintf(e.stdout, "problem: %s\n", prob)
+			}
+			lean, full := p.Surface()
+			lb, fb := size(lean), size(full)
+			fmt.Fprintf(e.stdout, "\nsurface: %d tools, %d bytes (~%d tokens) listed first; all %d tools would be %d bytes (~%d tokens)",
+				len(lean), lb, lb/4, len(full), fb, fb/4)
+			if fb > 0 {
+				fmt.Fprintf(e.stdout, ": %.0f%% saved", 100*(1-float64(lb)/float64(fb)))
+			}
+			fmt.Fprintln(e.stdout)
+			if down > 0 {
+				return fmt.Errorf("%d of %d servers are not up", down, len(cat.Servers))
+			}
+			return nil
+		},
+	}
+}
+
+func size(tools []mcp.Tool) int {
+	b, _ := json.Marshal(mcp.ListToolsResult{Tools: tools})
+	return len(b)
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,203 @@
+// Command quiver is an MCP proxy: one MCP server in front of many, with a
+// small, stable tool surface, search, and a policy gate on every call.
+//
+// Run "quiver help" for the commands, "quiver help COMMAND" for one.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	quiver "github.com/quiver-mcp/quiver"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// errUsage marks errors that are the caller's words, not the world's.
+var errUsage = errors.New("usage")
+
+// A command is one subcommand of quiver.
+type command struct {
+	summary string
+	usage   string // the synopsis line after "quiver"
+	help    string // everything else "quiver help NAME" prints
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a command runs with; tests give their own.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func commands() map[string]*command {
+	return map[string]*command{
+		"serve":          serveCmd(),
+		"search":         searchCmd(),
+		"tools":          toolsCmd(),
+		"doctor":         doctorCmd(),
+		"version":        versionCmd(),
+		"example-server": exampleServerCmd(),
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		usage(e.stderr, cmds)
+		return exitUsage
+	}
+	if args[0] == "help" {
+		if len(args) == 1 {
+			usage(e.stdout, cmds)
+			return exitOK
+		}
+		c, ok := cmds[args[1]]
+		if !ok {
+			fmt.Fprintf(e.stderr, "quiver: no command %q; run \"quiver help\" for the list\n", args[1])
+			return exitUsage
+		}
+		fmt.Fprintf(e.stdout, "usage: quiver %s\n\n%s\n", c.usage, strings.TrimSpace(c.help))
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "quiver: no command %q; run \"quiver help\" for the list\n", args[0])
+		return exitUsage
+	}
+	err := c.run(ctx, e, args[1:])
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(e.stdout, "usage: quiver %s\n\n%s\n", c.usage, strings.TrimSpace(c.help))
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(e.stderr, "quiver %s: %v\nusage: quiver %s\n", args[0], err, c.usage)
+		return exitUsage
+	default:
+		fmt.Fprintf(e.stderr, "quiver %s: %v\n", args[0], err)
+		return exitFailure
+	}
+}
+
+func usage(w io.Writer, cmds map[string]*command) {
+	fmt.Fprintln(w, "quiver: one MCP server in front of many, with a small tool surface, search, and a policy gate.")
+	fmt.Fprintln(w, "\nusage: quiver COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-15s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun \"quiver help COMMAND\" for a command's flags.")
+}
+
+// newFlags returns a flag set whose errors come back as usage errors.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// common are the flags every command that reads the config shares.
+type common struct {
+	config, stateDir, logLevel string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: ./servers.yaml, else $XDG_CONFIG_HOME/quiver/servers.yaml, else the built-in default)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "where quiver keeps its state (default: $XDG_STATE_HOME/quiver)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+}
+
+// load finds and validates the configuration.
+func (c *common) load(e *env) (*registry.Config, error) {
+	path := c.config
+	if path == "" {
+		for _, p := range []string{"servers.yaml", filepath.Join(configHome(e), "quiver", "servers.yaml")} {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+				break
+			}
+		}
+	}
+	if path == "" {
+		return registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
+	}
+	return registry.LoadConfig(path)
+}
+
+func (c *common) state(e *env) (string, error) {
+	dir := c.stateDir
+	if dir == "" {
+		dir = defaultStateDir(e)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	return filepath.Abs(dir)
+}
+
+func (c *common) logger(e *env) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: use debug, info, warn or error", errUsage, c.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+func configHome(e *env) string {
+	if d := e.getenv("XDG_CONFIG_HOME"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config")
+}
+
+func defaultStateDir(e *env) string {
+	if d := e.getenv("QUIVER_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := e.getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "quiver")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "quiver")
+}

@@ -1,0 +1,12 @@
+// Package proxy is quiver's upstream face: one MCP server that a host
+// connects to, in front of every downstream server the registry runs.
+//
+// A Server owns the sessions and what each one sees: quiver's builtins and
+// the always-on tools in a fixed order, then the tools its own searches
+// bound, oldest first, so that a discovery only appends to the list and a
+// fixed session state always lists the same bytes. Every tools/call, direct
+// or through call_tool, takes one path: resolve, gate, forward.
+//
+// proxy is the only package that knows the registry, the index, the gate and
+// the builtins; they know nothing of it.
+package proxy

@@ -1,0 +1,33 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/builtin"
+)
+
+// Search runs search_tools as a fresh session would, for the command line.
+// Nothing it binds outlives the call.
+func (s *Server) Search(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+	st := s.state.Load()
+	return builtin.Search(ctx, searcher{st}, binder{s, &session{id: "cli"}}, nil, args)
+}
+
+// Surface returns the tools a new session sees first, and every tool quiver
+// could list, so people can weigh what the lean surface saves.
+func (s *Server) Surface() (lean, full []mcp.Tool) {
+	st := s.state.Load()
+	for _, n := range s.surface(&session{}, st) {
+		lean = append(lean, st.tools[n])
+	}
+	full = append(full, builtinTools(s.cfg.Surface.Reveal)...)
+	for _, t := range st.cat.Tools {
+		if def, ok := st.tools[t.Exposed]; ok {
+			full = append(full, def)
+		}
+	}
+	return lean, full
+}

@@ -1,0 +1,313 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/index"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// Options tune a Server. The zero value works.
+type Options struct {
+	Logger *slog.Logger
+	// StateDir holds quiver's state (ledger, example notes); passed to
+	// stdio children as QUIVER_STATE_DIR.
+	StateDir string
+	// Executable is what a server command of "quiver" runs.
+	Executable string
+	// Debounce collects a burst of catalog changes into one index rebuild
+	// (default 100 ms).
+	Debounce time.Duration
+	// Now is the clock (tests inject one); default time.Now.
+	Now func() time.Time
+}
+
+// A Server is quiver's MCP server: it answers hosts, keeps per-session
+// surfaces, and forwards calls that the gate allows.
+type Server struct {
+	cfg  *registry.Config
+	reg  *registry.Registry
+	gate *gate.Gate
+	mcp  *server.MCPServer
+	log  *slog.Logger
+	opts Options
+
+	state   atomic.Pointer[snapshot]
+	changes chan *registry.Catalog
+
+	mu       sync.Mutex
+	sessions map[string]*session
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  chan struct{} // closed after the first index that follows registry.Ready
+}
+
+// snapshot is everything a request needs, swapped as one: a search never
+// sees an index that disagrees with the catalog it was built from.
+type snapshot struct {
+	cat   *registry.Catalog
+	ix    *index.Index
+	tools map[string]mcp.Tool // listed definitions, by exposed name
+}
+
+// New builds a Server for cfg. Nothing runs until Start.
+func New(cfg *registry.Config, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{
+		cfg:      cfg,
+		gate:     gate.New(),
+		log:      opts.Logger,
+		opts:     opts,
+		changes:  make(chan *registry.Catalog, 1),
+		sessions: map[string]*session{},
+		ready:    make(chan struct{}),
+	}
+	s.reg = registry.New(cfg, registry.Options{
+		Logger:     opts.Logger,
+		StateDir:   opts.StateDir,
+		Executable: opts.Executable,
+		OnChange:   s.catalogChanged,
+	})
+
+	hooks := &server.Hooks{}
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		// The server is built with listChanged off so that mcp-go's SetTools
+		// does not broadcast to every session on each catalog change; quiver
+		// tells each session itself, and only when its own list changed.
+		if res.Capabilities.Tools != nil {
+			res.Capabilities.Tools.ListChanged = true
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		s.mu.Lock()
+		delete(s.sessions, cs.SessionID())
+		s.mu.Unlock()
+	})
+	s.mcp = server.NewMCPServer("quiver", registry.Version,
+		server.WithToolCapabilities(false),
+		server.WithToolFilter(s.filter),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions("quiver fronts many MCP servers. Your tool list is kept small: "+
+			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."),
+	)
+	s.install(&registry.Catalog{})
+	return s
+}
+
+// Start starts the downstream servers in the background and returns at once:
+// quiver answers initialize and tools/list before any server is up.
+func (s *Server) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.reg.Start(ctx)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.rebuildLoop(ctx)
+	}()
+}
+
+// Ready is closed once every downstream server has tried to start and the
+// index includes what they offered. Only one-shot commands wait for it.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Close stops the downstream servers.
+func (s *Server) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	err := s.reg.Close()
+	if st := s.state.Load(); st != nil {
+		_ = st.ix.Close()
+	}
+	return err
+}
+
+// MCPServer exposes the underlying mcp-go server, for in-process clients.
+func (s *Server) MCPServer() *server.MCPServer { return s.mcp }
+
+// Catalog returns the current catalog snapshot.
+func (s *Server) Catalog() *registry.Catalog { return s.state.Load().cat }
+
+// ServeStdio serves one host over in/out until ctx ends or in closes.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	ss := server.NewStdioServer(s.mcp)
+	// mcp-go runs tools/call on 5 workers by default: six slow calls would
+	// queue, and a call waiting on an approval could stall the read loop.
+	server.WithWorkerPoolSize(64)(ss)
+	server.WithQueueSize(1000)(ss)
+	ss.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
+	return ss.Listen(ctx, in, out)
+}
+
+// HTTPHandler serves streamable HTTP at /mcp with stateful sessions
+// (an unknown session id gets 404 so the client re-initializes) and
+// mcp-go's DNS-rebinding protection.
+func (s *Server) HTTPHandler() *server.StreamableHTTPServer {
+	return server.NewStreamableHTTPServer(s.mcp,
+		server.WithStateful(true),
+		server.WithSessionIdleTTL(30*time.Minute),
+		server.WithStreamableHTTPLogger(s.log),
+	)
+}
+
+// catalogChanged is the registry's hook; the newest catalog wins.
+func (s *Server) catalogChanged(cat *registry.Catalog) {
+	for {
+		select {
+		case s.changes <- cat:
+			return
+		default:
+		}
+		select {
+		case <-s.changes: // drop the stale one
+		default:
+		}
+	}
+}
+
+func (s *Server) rebuildLoop(ctx context.Context) {
+	regReady := s.reg.Ready()
+	var pending *registry.Catalog
+	var installed uint64
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case cat := <-s.changes:
+			pending = cat
+			timer.Reset(s.opts.Debounce)
+		case <-regReady:
+			regReady = nil
+		case <-timer.C:
+			if pending != nil {
+				s.install(pending)
+				installed = pending.Gen
+				pending = nil
+			}
+		}
+		if regReady == nil && installed >= s.reg.ReadyGen() {
+			select {
+			case <-s.ready:
+			default:
+				close(s.ready)
+			}
+		}
+	}
+}
+
+// install builds the index and the listed definitions for cat, swaps them
+// in, registers the tools with mcp-go, and tells sessions whose list changed.
+func (s *Server) install(cat *registry.Catalog) {
+	entries := builtinEntries(s.cfg.Surface.Reveal)
+	tools := map[string]mcp.Tool{}
+	for _, t := range builtinTools(s.cfg.Surface.Reveal) {
+		tools[t.Name] = t
+	}
+	var serverTools []server.ServerTool
+	for _, t := range cat.Tools {
+		def := mcp.Tool{
+			Name:           t.Exposed,
+			Title:          t.Title,
+			Description:    t.Description,
+			RawInputSchema: t.InputSchema,
+			Annotations:    t.Annotations,
+		}
+		if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
+			// mcp-go panics on these; leave the tool out and say why.
+			s.log.Error("tool left out: invalid header annotations", "server", t.Server, "tool", t.Name, "err", err)
+			continue
+		}
+		if slices.Contains(s.cfg.Surface.AlwaysOn, t.Exposed) {
+			def.Meta = alwaysLoad()
+		}
+		tools[t.Exposed] = def
+		serverTools = append(serverTools, server.ServerTool{Tool: def, Handler: s.handleDirect})
+		entries = append(entries, index.Entry{
+			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: t.Title,
+			Description: t.Description, Keywords: t.Keywords,
+			Params:   index.ParamsFromSchema(t.InputSchema),
+			ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
+		})
+	}
+	ix, err := index.Build(entries)
+	if err != nil {
+		s.log.Error("index build failed; keeping the previous index", "err", err)
+		return
+	}
+	for _, b := range builtinTools(s.cfg.Surface.Reveal) {
+		serverTools = append(serverTools, server.ServerTool{Tool: b, Handler: s.handleBuiltin})
+	}
+	old := s.state.Swap(&snapshot{cat: cat, ix: ix, tools: tools})
+	s.mcp.SetTools(serverTools...)
+	if old != nil {
+		// Searches in flight may still hold the old index; give them time.
+		time.AfterFunc(10*time.Second, func() { _ = old.ix.Close() })
+	}
+	s.log.Debug("catalog installed", "gen", cat.Gen, "tools", len(cat.Tools))
+	s.notifyAll()
+}
+
+func alwaysLoad() *mcp.Meta {
+	return &mcp.Meta{AdditionalFields: map[string]any{"anthropic/alwaysLoad": true}}
+}
+
+func builtinTools(reveal string) []mcp.Tool {
+	out := []mcp.Tool{builtin.SearchToolsTool()}
+	if reveal != registry.RevealList {
+		out = append(out, builtin.CallToolTool())
+	}
+	for i := range out {
+		out[i].Meta = alwaysLoad()
+	}
+	return out
+}
+
+func builtinEntries(reveal string) []index.Entry {
+	var out []index.Entry
+	for _, t := range builtinTools(reveal) {
+		out = append(out, index.Entry{Name: t.Name, Kind: index.KindCore, Description: t.Description,
+			Params: index.ParamsFromSchema(t.RawInputSchema), ReadOnly: true})
+	}
+	return out
+}
+
+// slogWriter carries mcp-go's log.Logger lines into slog.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.log.Warn(fmt.Sprintf("mcp: %s", trimNL(p)))
+	return len(p), nil
+}
+
+func trimNL(p []byte) string {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return string(p)
+}

@@ -1,0 +1,81 @@
+package registry
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A Tool is one downstream tool as quiver exposes it.
+type Tool struct {
+	Server  string // server key in servers.yaml
+	Name    string // the downstream's own name, used when forwarding
+	Exposed string // the name the model sees
+	Title   string
+	// Description, schemas and annotations as the server sent them.
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage
+	Annotations  mcp.ToolAnnotation
+	// Keywords are the server's keywords from servers.yaml.
+	Keywords []string
+}
+
+// State is where a downstream server is in its life.
+type State string
+
+const (
+	StateStarting State = "starting"
+	StateUp       State = "up"
+	StateDown     State = "down" // failed; retried with backoff
+	StateStopped  State = "stopped"
+)
+
+// ServerStatus is what quiver knows about one server at one moment.
+type ServerStatus struct {
+	Name      string
+	Transport string
+	State     State
+	Tools     int
+	LastError string
+	Restarts  int
+	Since     time.Time
+}
+
+// A Catalog is an immutable snapshot of every downstream tool. A new one is
+// published whenever the set changes; readers keep the one they hold.
+type Catalog struct {
+	// Gen increases with every snapshot.
+	Gen uint64
+	// Tools in a stable order: servers as servers.yaml lists them, each
+	// server's tools in the order it lists them.
+	Tools   []Tool
+	Servers []ServerStatus
+	// Problems are catalog-level faults quiver refused to paper over, such
+	// as two tools that would be exposed under one name.
+	Problems []string
+	byName   map[string]int
+}
+
+// Lookup finds a tool by its exposed name.
+func (c *Catalog) Lookup(exposed string) (Tool, bool) {
+	if c == nil {
+		return Tool{}, false
+	}
+	i, ok := c.byName[exposed]
+	if !ok {
+		return Tool{}, false
+	}
+	return c.Tools[i], true
+}
+
+// Status returns the named server's status.
+func (c *Catalog) Status(server string) (ServerStatus, bool) {
+	for _, s := range c.Servers {
+		if s.Name == server {
+			return s, true
+		}
+	}
+	return ServerStatus{}, false
+}

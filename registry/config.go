@@ -1,0 +1,439 @@
+package registry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Reveal modes decide how tools found by a search reach the model.
+const (
+	RevealAuto   = "auto"
+	RevealList   = "list"
+	RevealCall   = "call"
+	RevealDirect = "direct"
+)
+
+// Defaults for the surface; DESIGN.md explains each.
+const (
+	DefaultBindTurns      = 3
+	DefaultMaxBound       = 12
+	DefaultMaxNameLen     = 64
+	DefaultTurnIdle       = 20 * time.Second
+	DefaultMaxResultBytes = 64 << 10
+	DefaultTimeout        = 60 * time.Second
+)
+
+// Config is a validated servers.yaml. Every value is typed and final: the
+// rest of quiver never re-parses or re-expands anything.
+type Config struct {
+	// Path is the file the config came from ("" when parsed from memory).
+	Path    string
+	Surface Surface
+	// Servers in the order the file lists them; the order is part of the
+	// surface's stability (catalog order, tie-breaks).
+	Servers []Server
+	Skills  Skills
+	// Secrets are the values that came from ${VAR} references in env and
+	// headers; they are redacted from everything quiver shows.
+	Secrets []Secret
+}
+
+// Surface configures what each session sees.
+type Surface struct {
+	Reveal         string        `yaml:"reveal"`
+	AlwaysOn       []string      `yaml:"always_on"`
+	BindTurns      int           `yaml:"bind_turns"`
+	MaxBound       int           `yaml:"max_bound"`
+	MaxNameLen     int           `yaml:"max_name_len"`
+	TurnIdle       time.Duration `yaml:"turn_idle"`
+	MaxResultBytes int           `yaml:"max_result_bytes"`
+}
+
+// Skills configures extra folders of skill and reference files.
+type Skills struct {
+	Dirs []string `yaml:"dirs"`
+}
+
+// Server is one downstream MCP server.
+type Server struct {
+	Name string
+	// Command, Args, Env and Cwd describe a stdio child. Command "quiver"
+	// means the running quiver binary, so the shipped config works without
+	// anything on PATH.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	// URL and Transport ("http" or "sse") describe a remote server.
+	URL       string
+	Transport string
+	Headers   map[string]string
+	// Prefix is prepended to tool names with "__"; "" exposes them bare.
+	Prefix   string
+	Keywords []string
+	Timeout  time.Duration
+	// Line is where the entry starts in the file, for messages.
+	Line int
+}
+
+// Secret is a value that must never be shown, and the variable it came from.
+type Secret struct {
+	Var   string
+	Value string
+}
+
+// Transports a server entry can use.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// A ConfigError points at the place in servers.yaml that is wrong.
+type ConfigError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	file := e.File
+	if file == "" {
+		file = "servers.yaml"
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", file, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", file, e.Msg)
+}
+
+// ErrInvalidConfig is wrapped by every error LoadConfig and ParseConfig
+// return for a file that exists but is wrong.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+type fileConfig struct {
+	Surface *Surface               `yaml:"surface"`
+	Servers map[string]*fileServer `yaml:"servers"`
+	Skills  *Skills                `yaml:"skills"`
+}
+
+type fileServer struct {
+	Command   string            `yaml:"command"`
+	Args      []string          `yaml:"args"`
+	Env       map[string]string `yaml:"env"`
+	Cwd       string            `yaml:"cwd"`
+	URL       string            `yaml:"url"`
+	Transport string            `yaml:"transport"`
+	Headers   map[string]string `yaml:"headers"`
+	Prefix    *string           `yaml:"prefix"`
+	Keywords  []string          `yaml:"keywords"`
+	Timeout   time.Duration     `yaml:"timeout"`
+}
+
+// LoadConfig reads and validates the file at path.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(path, b, os.LookupEnv)
+}
+
+// ParseConfig validates a servers.yaml held in memory. lookup resolves
+// ${VAR} references; an unset variable is an error that names it.
+func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Config, error) {
+	var fc fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, yamlMessage(path, err))
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(b, &root) // it decoded above, so it parses
+
+	cfg := &Config{Path: path}
+	p := parser{path: path, root: &root, lookup: lookup}
+	cfg.Surface = p.surface(fc.Surface)
+	if fc.Skills != nil {
+		cfg.Skills = *fc.Skills
+	}
+	prefixes := map[string]string{}
+	for _, name := range mappingKeys(&root, "servers") {
+		fs := fc.Servers[name]
+		s := p.server(name, fs)
+		if s == nil {
+			continue
+		}
+		if other, dup := prefixes[s.Prefix]; dup && s.Prefix != "" {
+			p.fail(s.Line, "servers.%s: prefix %q is already used by server %q; give one of them another prefix", name, s.Prefix, other)
+		}
+		prefixes[s.Prefix] = name
+		cfg.Servers = append(cfg.Servers, *s)
+	}
+	if len(p.errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(p.errs...))
+	}
+	cfg.Secrets = p.secrets
+	return cfg, nil
+}
+
+// Server returns the named server entry.
+func (c *Config) Server(name string) (Server, bool) {
+	i := slices.IndexFunc(c.Servers, func(s Server) bool { return s.Name == name })
+	if i < 0 {
+		return Server{}, false
+	}
+	return c.Servers[i], true
+}
+
+type parser struct {
+	path    string
+	root    *yaml.Node
+	lookup  func(string) (string, bool)
+	errs    []error
+	secrets []Secret
+}
+
+func (p *parser) fail(line int, format string, args ...any) {
+	p.errs = append(p.errs, &ConfigError{File: p.path, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) surface(s *Surface) Surface {
+	out := Surface{Reveal: RevealAuto, BindTurns: DefaultBindTurns, MaxBound: DefaultMaxBound,
+		MaxNameLen: DefaultMaxNameLen, TurnIdle: DefaultTurnIdle, MaxResultBytes: DefaultMaxResultBytes}
+	if s == nil {
+		return out
+	}
+	line := func(key string) int { return lineOf(p.root, "surface", key) }
+	switch s.Reveal {
+	case "":
+	case RevealAuto, RevealList, RevealCall, RevealDirect:
+		out.Reveal = s.Reveal
+	default:
+		p.fail(line("reveal"), "surface.reveal: %q is not a reveal mode; use auto, list, call or direct", s.Reveal)
+	}
+	out.AlwaysOn = s.AlwaysOn
+	positive := func(key string, v int, dst *int, min int) {
+		switch {
+		case v == 0:
+		case v < min:
+			p.fail(line(key), "surface.%s: %d is too small; use at least %d", key, v, min)
+		default:
+			*dst = v
+		}
+	}
+	positive("bind_turns", s.BindTurns, &out.BindTurns, 1)
+	positive("max_bound", s.MaxBound, &out.MaxBound, 1)
+	positive("max_name_len", s.MaxNameLen, &out.MaxNameLen, 16)
+	positive("max_result_bytes", s.MaxResultBytes, &out.MaxResultBytes, 1024)
+	if s.TurnIdle < 0 {
+		p.fail(line("turn_idle"), "surface.turn_idle: must not be negative")
+	} else if s.TurnIdle > 0 {
+		out.TurnIdle = s.TurnIdle
+	}
+	return out
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func (p *parser) server(name string, fs *fileServer) *Server {
+	line := lineOf(p.root, "servers", name)
+	key := func(k string) int {
+		if l := lineOf(p.root, "servers", name, k); l > 0 {
+			return l
+		}
+		return line
+	}
+	if fs == nil {
+		p.fail(line, "servers.%s: the entry is empty; give it a command (a local server) or a url (a remote one)", name)
+		return nil
+	}
+	if !nameRE.MatchString(name) {
+		p.fail(line, "servers.%s: a server name may only use letters, digits, '_' and '-'", name)
+	}
+	s := &Server{Name: name, Line: line, Prefix: name, Keywords: fs.Keywords, Timeout: DefaultTimeout}
+	if fs.Prefix != nil {
+		s.Prefix = *fs.Prefix
+		if s.Prefix != "" && !nameRE.MatchString(s.Prefix) {
+			p.fail(key("prefix"), "servers.%s.prefix: %q may only use letters, digits, '_' and '-'", name, s.Prefix)
+		}
+	}
+	if fs.Timeout < 0 {
+		p.fail(key("timeout"), "servers.%s.timeout: must be positive, like 30s or 2m", name)
+	} else if fs.Timeout > 0 {
+		s.Timeout = fs.Timeout
+	}
+	expand := func(k, v string, secret bool) string {
+		out, err := expandVars(v, p.lookup, func(name, val string) {
+			if secret && val != "" {
+				p.secrets = append(p.secrets, Secret{Var: name, Value: val})
+			}
+		})
+		if err != nil {
+			p.fail(key(k), "servers.%s.%s: %v", name, k, err)
+		}
+		return out
+	}
+	switch {
+	case fs.Command != "" && fs.URL != "":
+		p.fail(line, "servers.%s: give either command (a local server) or url (a remote one), not both", name)
+	case fs.Command != "":
+		if fs.Transport != "" && fs.Transport != TransportStdio {
+			p.fail(key("transport"), "servers.%s.transport: a server with a command speaks stdio; remove transport or use url", name)
+		}
+		if len(fs.Headers) > 0 {
+			p.fail(key("headers"), "servers.%s.headers: headers are for remote servers (url); use env for a local one", name)
+		}
+		s.Transport = TransportStdio
+		s.Command = expand("command", fs.Command, false)
+		for _, a := range fs.Args {
+			s.Args = append(s.Args, expand("args", a, false))
+		}
+		s.Cwd = expand("cwd", fs.Cwd, false)
+		if len(fs.Env) > 0 {
+			s.Env = map[string]string{}
+			for _, k := range sortedKeys(fs.Env) {
+				s.Env[k] = expand("env", fs.Env[k], true)
+			}
+		}
+	case fs.URL != "":
+		switch fs.Transport {
+		case "", TransportHTTP:
+			s.Transport = TransportHTTP
+		case TransportSSE:
+			s.Transport = TransportSSE
+		default:
+			p.fail(key("transport"), "servers.%s.transport: %q is not a transport for a url; use http or sse", name, fs.Transport)
+		}
+		if len(fs.Args) > 0 || len(fs.Env) > 0 || fs.Cwd != "" {
+			p.fail(line, "servers.%s: args, env and cwd are for local servers (command); a url server takes headers", name)
+		}
+		s.URL = expand("url", fs.URL, false)
+		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+			p.fail(key("url"), "servers.%s.url: %q must start with http:// or https://", name, s.URL)
+		}
+		if len(fs.Headers) > 0 {
+			s.Headers = map[string]string{}
+			for _, k := range sortedKeys(fs.Headers) {
+				s.Headers[k] = expand("headers", fs.Headers[k], true)
+			}
+		}
+	default:
+		p.fail(line, "servers.%s: give it a command (a local server) or a url (a remote one)", name)
+	}
+	return s
+}
+
+var varRE = regexp.MustCompile(`\$\$|\$\{([^}]*)\}`)
+
+// expandVars replaces ${VAR} with the variable's value and $$ with $.
+// Anything else is left alone so that values with a lone $ survive.
+func expandVars(s string, lookup func(string) (string, bool), seen func(name, val string)) (string, error) {
+	var errs []string
+	out := varRE.ReplaceAllStringFunc(s, func(m string) string {
+		if m == "$$" {
+			return "$"
+		}
+		name := m[2 : len(m)-1]
+		if !envNameRE.MatchString(name) {
+			errs = append(errs, fmt.Sprintf("%q is not a variable reference; write ${NAME} with letters, digits and _", m))
+			return m
+		}
+		v, ok := lookup(name)
+		if !ok {
+			errs = append(errs, fmt.Sprintf("environment variable %s is not set; set it before starting quiver, or remove the reference", name))
+			return m
+		}
+		seen(name, v)
+		return v
+	})
+	if len(errs) > 0 {
+		return s, errors.New(strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// yamlMessage turns yaml.v3's errors into "file:line: message" lines.
+func yamlMessage(path string, err error) string {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) {
+		msg = strings.Join(te.Errors, "; ")
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "line ", filepath.Base(orDefault(path))+":")
+	return msg
+}
+
+func orDefault(path string) string {
+	if path == "" {
+		return "servers.yaml"
+	}
+	return path
+}
+
+// lineOf finds the line of the key at path in a YAML document; 0 if absent.
+func lineOf(root *yaml.Node, path ...string) int {
+	line, _ := nodeAt(root, path...)
+	return line
+}
+
+// mappingKeys lists the keys of the mapping at path, in file order.
+func mappingKeys(root *yaml.Node, path ...string) []string {
+	_, n := nodeAt(root, path...)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var keys []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		keys = append(keys, n.Content[i].Value)
+	}
+	return keys
+}
+
+// nodeAt walks mapping keys from the document root and returns the line of
+// the last key and the value node under it (nil when a key is absent).
+func nodeAt(root *yaml.Node, path ...string) (int, *yaml.Node) {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, k := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return 0, nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				line, next = n.Content[i].Line, n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return 0, nil
+		}
+		n = next
+	}
+	return line, n
+}

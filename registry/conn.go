@@ -1,0 +1,384 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// conn owns one downstream server: its client, its tools, its status.
+type conn struct {
+	reg *Registry
+	srv Server
+
+	mu     sync.Mutex
+	client *client.Client
+	tools  []Tool
+	status ServerStatus
+	dead   chan struct{} // closed when the running client is found dead
+	reqID  atomic.Int64
+}
+
+func (c *conn) snapshot() ([]Tool, ServerStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.status
+	st.Tools = len(c.tools)
+	return append([]Tool(nil), c.tools...), st
+}
+
+func (c *conn) setStatus(f func(*ServerStatus)) {
+	c.mu.Lock()
+	prev := c.status.State
+	f(&c.status)
+	if c.status.State != prev {
+		c.status.Since = time.Now()
+	}
+	c.mu.Unlock()
+	c.reg.changed()
+}
+
+// supervise keeps the server running until ctx ends: connect, wait for it to
+// die, reconnect with backoff. firstTry is called after the first attempt.
+func (c *conn) supervise(ctx context.Context, firstTry func()) {
+	log := c.reg.log.With("server", c.srv.Name)
+	backoff := c.reg.opts.MinBackoff
+	once := sync.OnceFunc(firstTry)
+	defer once()
+	for attempt := 0; ; attempt++ {
+		cl, tools, stop, err := c.connect(ctx)
+		if err != nil {
+			once()
+			if ctx.Err() != nil {
+				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
+				return
+			}
+			log.Warn("server failed to start; retrying", "err", err, "retry_in", backoff)
+			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, err.Error() })
+			if !sleep(ctx, backoff) {
+				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
+				return
+			}
+			backoff = min(backoff*2, c.reg.opts.MaxBackoff)
+			continue
+		}
+		dead := make(chan struct{})
+		c.mu.Lock()
+		c.client, c.tools, c.dead = cl, tools, dead
+		if attempt > 0 {
+			c.status.Restarts++
+		}
+		c.mu.Unlock()
+		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateUp, "" })
+		log.Info("server up", "tools", len(tools))
+		once()
+		up := time.Now()
+		c.watch(ctx, cl, dead)
+		c.mu.Lock()
+		c.client = nil
+		c.mu.Unlock()
+		stop()
+		if ctx.Err() != nil {
+			c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
+			return
+		}
+		// A server that ran for a while earns a fresh backoff.
+		if time.Since(up) > time.Minute {
+			backoff = c.reg.opts.MinBackoff
+		}
+		log.Warn("server stopped; restarting", "retry_in", backoff)
+		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, "the server stopped; restarting" })
+		if !sleep(ctx, backoff) {
+			c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
+			return
+		}
+		backoff = min(backoff*2, c.reg.opts.MaxBackoff)
+	}
+}
+
+// watch returns when ctx ends or the server is found dead: a failed ping, or
+// a call that saw the transport close.
+func (c *conn) watch(ctx context.Context, cl *client.Client, dead chan struct{}) {
+	t := time.NewTicker(c.reg.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-dead:
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := cl.Ping(pctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				c.reg.log.Warn("server failed its health check", "server", c.srv.Name, "err", err)
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) markDead(dead chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead == dead {
+		select {
+		case <-dead:
+		default:
+			close(dead)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// connect starts the server, runs the handshake and lists its tools. stop
+// closes the client and reaps the child's whole process group.
+func (c *conn) connect(ctx context.Context) (cl *client.Client, tools []Tool, stop func(), err error) {
+	// The child lives as long as this ctx: Start's ctx must outlive the
+	// handshake, and cancelling it after Close sweeps the process group.
+	life, cancelLife := context.WithCancel(ctx)
+	tr, err := c.transport(life)
+	if err != nil {
+		cancelLife()
+		return nil, nil, nil, err
+	}
+	opts := append([]client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}, c.reg.opts.ClientOptions...)
+	cl = client.NewClient(tr, opts...)
+	stop = func() {
+		_ = cl.Close()
+		cancelLife()
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	if err := cl.Start(life); err != nil {
+		return nil, nil, nil, fmt.Errorf("start: %w", err)
+	}
+	ictx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "quiver", Version: Version}
+	if _, err := cl.Initialize(ictx, init); err != nil {
+		return nil, nil, nil, fmt.Errorf("initialize: %w", err)
+	}
+	tools, err = c.listTools(ictx, cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			// Never list on the read loop: the answer would wait behind us.
+			go c.refresh(ctx, cl)
+		}
+	})
+	return cl, tools, stop, nil
+}
+
+// refresh re-lists the tools after the server said they changed.
+func (c *conn) refresh(ctx context.Context, cl *client.Client) {
+	lctx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	defer cancel()
+	tools, err := c.listTools(lctx, cl)
+	if err != nil {
+		c.reg.log.Warn("re-listing tools failed", "server", c.srv.Name, "err", err)
+		return
+	}
+	c.mu.Lock()
+	if c.client != cl {
+		c.mu.Unlock()
+		return
+	}
+	c.tools = tools
+	c.mu.Unlock()
+	c.reg.changed()
+}
+
+// listTools sends tools/list itself rather than through the typed ListTools,
+// which drops schema keywords (oneOf, $schema, descriptions...): the model
+// must see the schema the server wrote.
+func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error) {
+	var out []Tool
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		resp, err := cl.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			// String IDs never clash with the client's own integer IDs.
+			ID:     mcp.NewRequestId(fmt.Sprintf("quiver-list-%d", c.reqID.Add(1))),
+			Method: string(mcp.MethodToolsList),
+			Params: params,
+		})
+		if err == nil && resp.Error != nil {
+			err = resp.Error.AsError()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		var res struct {
+			Tools []struct {
+				Name         string             `json:"name"`
+				Title        string             `json:"title"`
+				Description  string             `json:"description"`
+				InputSchema  json.RawMessage    `json:"inputSchema"`
+				OutputSchema json.RawMessage    `json:"outputSchema"`
+				Annotations  mcp.ToolAnnotation `json:"annotations"`
+			} `json:"tools"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
+		}
+		for _, t := range res.Tools {
+			if t.Name == "" {
+				continue
+			}
+			schema := t.InputSchema
+			if len(bytes.TrimSpace(schema)) == 0 || string(schema) == "null" {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			title := t.Title
+			if title == "" {
+				title = t.Annotations.Title
+			}
+			out = append(out, Tool{Name: t.Name, Title: title, Description: t.Description,
+				InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+		}
+		if res.NextCursor == "" || res.NextCursor == cursor {
+			return out, nil
+		}
+		cursor = res.NextCursor
+	}
+	return nil, errors.New("tools/list: more than 100 pages; the server keeps returning a cursor")
+}
+
+// call forwards one tools/call with the server's deadline.
+func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+	c.mu.Lock()
+	cl, dead, state := c.client, c.dead, c.status.State
+	c.mu.Unlock()
+	if cl == nil {
+		return nil, fmt.Errorf("%w: %s is %s", ErrServerDown, c.srv.Name, state)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	defer cancel()
+	res, err := cl.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, RawArguments: args, Meta: meta}})
+	if err != nil {
+		if errors.Is(err, transport.ErrTransportClosed) {
+			c.markDead(dead)
+			return nil, fmt.Errorf("%w: %s stopped during the call", ErrServerDown, c.srv.Name)
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return nil, fmt.Errorf("%s did not answer within %s: %w", c.srv.Name, c.srv.Timeout, err)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// transport builds the client transport the entry asks for.
+func (c *conn) transport(life context.Context) (transport.Interface, error) {
+	s := c.srv
+	switch s.Transport {
+	case TransportHTTP:
+		return transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening())
+	case TransportSSE:
+		return transport.NewSSE(s.URL, transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout))
+	}
+	command := s.Command
+	if command == "quiver" && c.reg.opts.Executable != "" {
+		command = c.reg.opts.Executable
+	}
+	env := make([]string, 0, len(s.Env)+1)
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+s.Env[k])
+	}
+	if c.reg.opts.StateDir != "" {
+		env = append(env, "QUIVER_STATE_DIR="+c.reg.opts.StateDir)
+	}
+	stderr := &lineLogger{log: c.reg.log.With("server", c.srv.Name), redact: c.reg.cfg.Secrets}
+	return transport.NewStdioWithOptions(command, env, s.Args,
+		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			cmd.Env = append(os.Environ(), env...)
+			cmd.Dir = s.Cwd
+			// Its own process group, so that stopping it also stops what it
+			// spawned (npx starts node, which may start more).
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			go func() {
+				// After Close has reaped the child, sweep its group.
+				<-life.Done()
+				if cmd.Process != nil {
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				}
+			}()
+			return cmd, nil
+		}),
+		transport.WithCommandStderrWriter(stderr),
+		transport.WithCommandLogger(c.reg.log.With("server", c.srv.Name)),
+	), nil
+}
+
+// lineLogger turns a child's stderr into log lines tagged with the server.
+type lineLogger struct {
+	log    *slog.Logger
+	redact []Secret
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) > 8<<10 { // a line with no end: log what we have
+				i = len(l.buf)
+			} else {
+				return len(p), nil
+			}
+		}
+		line := string(bytes.TrimRight(l.buf[:i], "\r"))
+		l.buf = l.buf[min(i+1, len(l.buf)):]
+		if line != "" {
+			l.log.Info("stderr: " + Redact(line, l.redact))
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// ExposedName is the name the model sees for a downstream tool:
+// "<prefix>__<tool>", with every character outside [A-Za-z0-9_-] replaced
+// by '_', and at most max characters. A longer name keeps a readable stem
+// and ends with '_' and 8 hex digits of the SHA-256 of the full name, so the
+// same tool always gets the same short name and two long names that share a
+// stem still differ.
+func ExposedName(prefix, tool string, max int) string {
+	full := tool
+	if prefix != "" {
+		full = prefix + "__" + tool
+	}
+	clean := sanitize(full)
+	if max <= 0 {
+		max = DefaultMaxNameLen
+	}
+	if len(clean) <= max {
+		// Sanitizing may make two raw names collide ("a.b" and "a_b"); the
+		// catalog reports that rather than hiding it behind a hash.
+		return clean
+	}
+	sum := sha256.Sum256([]byte(full))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	return strings.TrimRight(clean[:max-len(suffix)], "_-") + suffix
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,212 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Errors a caller of Call can branch on.
+var (
+	ErrUnknownTool = errors.New("unknown tool")
+	ErrServerDown  = errors.New("server is not running")
+)
+
+// Options tune a Registry. The zero value works.
+type Options struct {
+	Logger *slog.Logger
+	// StateDir is given to stdio children as QUIVER_STATE_DIR.
+	StateDir string
+	// Executable is what a command of "quiver" runs; default os.Executable().
+	Executable string
+	// OnChange is called, one call at a time, after each new catalog.
+	OnChange func(*Catalog)
+	// HealthInterval is how often an idle server is pinged (default 10 s);
+	// a failed ping restarts it.
+	HealthInterval time.Duration
+	// Backoff bounds the wait between restarts (default 500 ms to 30 s).
+	MinBackoff, MaxBackoff time.Duration
+	// ClientOptions are added to every downstream client (handlers for
+	// sampling, elicitation and roots requests from downstream servers).
+	ClientOptions []client.ClientOption
+}
+
+// A Registry runs the downstream servers of one Config.
+type Registry struct {
+	cfg   *Config
+	opts  Options
+	log   *slog.Logger
+	conns []*conn
+
+	mu       sync.Mutex
+	catalog  *Catalog
+	gen      uint64
+	dirty    chan struct{}
+	pending  atomic.Int32  // servers that have not finished their first attempt
+	tried    chan struct{} // closed once a catalog with every first attempt is out
+	readyGen uint64
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// New prepares a registry; nothing runs until Start.
+func New(cfg *Config, opts Options) *Registry {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 10 * time.Second
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 500 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.Executable == "" {
+		opts.Executable, _ = os.Executable()
+	}
+	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{})}
+	for _, s := range cfg.Servers {
+		r.conns = append(r.conns, &conn{reg: r, srv: s, status: ServerStatus{Name: s.Name, Transport: s.Transport, State: StateStarting, Since: time.Now()}})
+	}
+	r.catalog = r.build()
+	return r
+}
+
+// Start launches every server in the background and returns at once.
+func (r *Registry) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.pending.Store(int32(len(r.conns)))
+	for _, c := range r.conns {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			c.supervise(ctx, func() { r.pending.Add(-1); r.changed() })
+		}()
+	}
+	r.changed() // with no servers at all, ready at once
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.publish(ctx)
+	}()
+}
+
+// Ready is closed once every server has made its first attempt to start,
+// successful or not, and OnChange has seen the catalog that shows it (its
+// generation is ReadyGen). Commands that print once (search, doctor) wait on
+// it; the proxy never does.
+func (r *Registry) Ready() <-chan struct{} { return r.tried }
+
+// ReadyGen is the generation of the first catalog published after every
+// server's first attempt; valid once Ready is closed.
+func (r *Registry) ReadyGen() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.readyGen
+}
+
+// Catalog returns the current snapshot.
+func (r *Registry) Catalog() *Catalog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.catalog
+}
+
+// Close stops every server and waits for their processes to be reaped.
+func (r *Registry) Close() error {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+	return nil
+}
+
+// Call forwards a tools/call to the server that owns the exposed name.
+// args are sent as they are, byte for byte; meta carries the progress token.
+func (r *Registry) Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+	tool, ok := r.Catalog().Lookup(exposed)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, exposed)
+	}
+	c := r.conns[slices.IndexFunc(r.conns, func(c *conn) bool { return c.srv.Name == tool.Server })]
+	return c.call(ctx, tool.Name, args, meta)
+}
+
+// changed marks the catalog stale; the publisher rebuilds it.
+func (r *Registry) changed() {
+	select {
+	case r.dirty <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Registry) publish(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.dirty:
+		}
+		allTried := r.pending.Load() == 0
+		cat := r.build()
+		r.mu.Lock()
+		old := r.catalog
+		r.catalog = cat
+		first := allTried && r.readyGen == 0
+		if first {
+			r.readyGen = cat.Gen
+		}
+		r.mu.Unlock()
+		for _, p := range cat.Problems {
+			if !slices.Contains(old.Problems, p) {
+				r.log.Error("catalog: " + p)
+			}
+		}
+		if r.opts.OnChange != nil {
+			r.opts.OnChange(cat)
+		}
+		if first {
+			close(r.tried)
+		}
+	}
+}
+
+// build assembles a snapshot from every server's current tools.
+func (r *Registry) build() *Catalog {
+	r.mu.Lock()
+	r.gen++
+	gen := r.gen
+	r.mu.Unlock()
+	cat := &Catalog{Gen: gen, byName: map[string]int{}}
+	owner := map[string]string{}
+	for _, c := range r.conns {
+		tools, status := c.snapshot()
+		for _, t := range tools {
+			t.Exposed = ExposedName(c.srv.Prefix, t.Name, r.cfg.Surface.MaxNameLen)
+			t.Server, t.Keywords = c.srv.Name, c.srv.Keywords
+			if prev, dup := owner[t.Exposed]; dup {
+				cat.Problems = append(cat.Problems, fmt.Sprintf(
+					"tool %q of server %q and %s both become %q; the second is left out: give server %q another prefix in servers.yaml",
+					t.Name, c.srv.Name, prev, t.Exposed, c.srv.Name))
+				continue
+			}
+			owner[t.Exposed] = fmt.Sprintf("tool %q of server %q", t.Name, c.srv.Name)
+			cat.byName[t.Exposed] = len(cat.Tools)
+			cat.Tools = append(cat.Tools, t)
+		}
+		cat.Servers = append(cat.Servers, status)
+	}
+	return cat
+}
