@@ -13,7 +13,6 @@ const (
 	CallToolName    = "call_tool"
 )
 
-
 // SearchToolsTool is the definition of search_tools shown to the model.
 func SearchToolsTool() mcp.Tool {
 	return tool(SearchToolsName,
