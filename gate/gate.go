@@ -5,7 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // Verdict is what the gate says of a call.
@@ -31,14 +36,53 @@ func (v Verdict) String() string {
 	}
 }
 
+// MarshalText writes the verdict as allow, deny or ask (JSON, YAML).
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText reads allow, deny or ask.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	x, err := parseVerdict(string(b))
+	if err != nil {
+		return err
+	}
+	*v = x
+	return nil
+}
+
 // Stable decision codes. Hosts, logs and the ledger key on these; never
 // rename one.
 const (
-	CodeAllow       = "allow.policy"
-	CodeUnknownTool = "deny.unknown_tool"
-	CodeWithheld    = "deny.withheld"
-	CodeNotBound    = "deny.not_bound"
-	CodeArgsShape   = "deny.args_shape"
+	CodeAllow       = "allow.policy" // the class default allows
+	CodeAllowRule   = "allow.rule"
+	CodeAllowGrant  = "allow.grant"
+	CodeAllowPermit = "allow.permit"
+
+	CodeUnknownTool      = "deny.unknown_tool"
+	CodeWithheld         = "deny.withheld"
+	CodeNotBound         = "deny.not_bound"
+	CodeSlashGated       = "deny.slash_gated"
+	CodeArgsShape        = "deny.args_shape"
+	CodeArgsInvalid      = "deny.args_invalid"
+	CodeCorrectionBudget = "deny.correction_budget"
+	CodeReadOnly         = "deny.read_only_activity"
+	CodeJustification    = "deny.justification"
+	CodeBadPath          = "deny.bad_path"
+	CodeOutsideFence     = "deny.outside_fence" // policy outside_fence: deny
+	CodeDenyRule         = "deny.rule"
+	CodeDenyPolicy       = "deny.policy" // the class default denies
+	CodeInternal         = "deny.internal"
+
+	CodeAskReadOutside   = "ask.read_outside_fence"
+	CodeAskMutateOutside = "ask.mutate_outside_fence"
+	CodeAskRule          = "ask.rule"
+	CodeAskPolicy        = "ask.policy" // the class default asks
+)
+
+// Capabilities a path outside the fence needs. A mutate grant also covers
+// reading. Other needs are named by the tool's class ("execute", ...).
+const (
+	CapReadOutside   = "read_outside_fence"
+	CapMutateOutside = "mutate_outside_fence"
 )
 
 // A Tool carries the facts the gate needs about one downstream or builtin
@@ -47,6 +91,18 @@ type Tool struct {
 	Name   string          // exposed name, e.g. "github__create_issue"
 	Server string          // server key; "" for quiver's builtins
 	Schema json.RawMessage // input schema as the server sent it
+	// Class is the tool's action class; when empty the gate derives it
+	// from Hints. Policy.Classes overrides either.
+	Class Class
+	Hints Hints
+	// PathArgs are the top-level arguments config declares as paths; the
+	// gate adds those it infers from argument names.
+	PathArgs []string
+	// Dir is the server's working directory, against which relative paths
+	// resolve; empty means quiver's own (a child inherits it).
+	Dir string
+	// SlashGated tools run only in a turn whose slash command forced them.
+	SlashGated bool
 }
 
 // A Call is one tools/call as the model wrote it, with what the session
@@ -66,6 +122,27 @@ type Call struct {
 	Visible bool
 	// Args are the arguments exactly as received (nil when absent).
 	Args json.RawMessage
+	// Pins are argument values fixed by the activity or slash command;
+	// they overwrite whatever the model wrote.
+	Pins map[string]any
+	// Activity names the session's activity (plan, review, ...), for
+	// messages; ReadOnlyActivity makes it refuse every class but read.
+	Activity         string
+	ReadOnlyActivity bool
+	// Forced is true when this turn's slash command forced the tool.
+	Forced bool
+	// Turn is the session's turn clock, for the correction budget.
+	Turn int
+	// Roots are the session's MCP roots (file:// URIs or absolute paths),
+	// inside the fence for this session only.
+	Roots []string
+}
+
+// A Need is one thing an ask waits for: a capability, for a path (and
+// what is under it) or, with no path, for the tool.
+type Need struct {
+	Capability string `json:"capability"`
+	Path       string `json:"path,omitempty"`
 }
 
 // A Decision is the gate's answer to one call.
@@ -75,27 +152,436 @@ type Decision struct {
 	// Reason is one sentence for the model: what was wrong and how to do
 	// it right.
 	Reason string
-	// Args are the arguments to forward (normalised: absent becomes {}).
+	// Args are the arguments to forward: canonical JSON with pins applied
+	// and quiver's justification argument removed. Nil when denied.
 	Args json.RawMessage
+	// Class is the tool's action class ("" when the call never got that
+	// far).
+	Class Class
+	// Capability is what an ask or a read-only refusal needs, e.g.
+	// "mutate_outside_fence" or "execute".
+	Capability string
+	// Paths are the resolved paths the fence asked about.
+	Paths []string
+	// Needs lists everything an ask waits for; an approval must cover all.
+	Needs []Need
+	// Digest is the SHA-256 of Args (hex): what permits bind to and the
+	// ledger records instead of raw arguments.
+	Digest string
+	// Justification is the model's reason for an execution-class call.
+	Justification string
+	// Grant or Permit is the ledger row that turned an ask into an allow.
+	Grant  int64
+	Permit int64
 }
 
-// Gate evaluates calls. The zero value is not usable; use New.
-type Gate struct{}
+// Gate evaluates calls. It is safe for concurrent use. The zero value is
+// not usable; use New.
+type Gate struct {
+	p       compiledPolicy
+	res     *resolver
+	schemas *schemaCache
+	budget  budget
+	ledger  *Ledger
+}
 
-// New returns a gate.
-func New() *Gate { return &Gate{} }
+// An Option adjusts a Gate at construction.
+type Option func(*options)
+
+type options struct {
+	ledger *Ledger
+	home   string
+	wd     string
+}
+
+// WithLedger makes Evaluate consult grants and permits in l before it
+// answers ask.
+func WithLedger(l *Ledger) Option { return func(o *options) { o.ledger = l } }
+
+// WithHome sets the directory "~" stands for (default: the user's home).
+func WithHome(dir string) Option { return func(o *options) { o.home = dir } }
+
+// WithWorkDir sets the directory relative paths resolve against when a
+// tool has no Dir (default: quiver's working directory).
+func WithWorkDir(dir string) Option { return func(o *options) { o.wd = dir } }
+
+// New validates p (globs, regular expressions, classes, verdicts, fence
+// roots) and returns a gate. New(Policy{}) is the cheap zero-config gate:
+// built-in defaults, no roots but the session's.
+func New(p Policy, opts ...Option) (*Gate, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.home == "" {
+		o.home, _ = os.UserHomeDir()
+	}
+	if o.wd == "" {
+		o.wd, _ = os.Getwd()
+	}
+	res := newResolver(o.home, o.wd)
+	cp, err := compilePolicy(p, res)
+	if err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	return &Gate{p: cp, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger}, nil
+}
+
+// ApprovalTimeout is how long the proxy should wait for a person to
+// answer an approval card (policy approval_timeout, default 120 s).
+func (g *Gate) ApprovalTimeout() time.Duration { return g.p.approvalWait }
+
+// ClassOf returns the class the gate gives a tool: the policy's overrides
+// first, then the tool's own Class, then its annotations.
+func (g *Gate) ClassOf(t *Tool) Class {
+	if c, ok := matchClass(t.Name, g.p.classes); ok {
+		return c
+	}
+	if t.Class.valid() {
+		return t.Class
+	}
+	return classFromHints(t.Hints)
+}
 
 // Evaluate decides one call. It never panics on any input and every
 // decision it returns carries a code and a reason.
-func (g *Gate) Evaluate(ctx context.Context, c Call) Decision {
+func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			d = deny(CodeInternal, fmt.Sprintf("quiver could not evaluate the call to %q (internal error), so it did not run; tell the user.", c.Name))
+		}
+		if d.Code == "" || d.Reason == "" {
+			d = deny(CodeInternal, fmt.Sprintf("quiver reached no decision for %q, so it did not run; tell the user.", c.Name))
+		}
+	}()
 	if d, done := resolve(c); done {
 		return d
 	}
-	args, d, ok := shape(c)
+	t := c.Tool
+	class := g.ClassOf(t)
+
+	// 2. Shape.
+	raw, d, ok := shape(c)
 	if !ok {
-		return d
+		return g.refuse(c, d)
 	}
-	return Decision{Verdict: Allow, Code: CodeAllow, Reason: "allowed by policy", Args: args}
+	args, shadows, err := parseArgs(raw)
+	if err != nil {
+		return g.refuse(c, deny(CodeArgsShape, fmt.Sprintf("The arguments for %q must be one JSON object of named parameters (%v); call again with an object such as {\"name\": value}.", c.Name, err)))
+	}
+	cs := g.schemas.get(t.Name, t.Schema)
+	var just any
+	hasJust := false
+	if class == ClassExecute {
+		just, hasJust = args[JustificationArg]
+		if !cs.declaresJustification {
+			// quiver's own argument: the downstream tool never sees it.
+			delete(args, JustificationArg)
+		}
+	}
+
+	// 3. Pins overwrite before validation, so what is checked is exactly
+	// what will be forwarded.
+	for k, v := range c.Pins {
+		nv, err := normalizeValue(v)
+		if err != nil {
+			return deny(CodeInternal, fmt.Sprintf("The pinned argument %q of this activity is not a JSON value; tell the user to fix the configuration.", k))
+		}
+		args[k] = nv
+	}
+	if cs.sch != nil {
+		if err := cs.sch.Validate(any(args)); err != nil {
+			return g.refuse(c, deny(CodeArgsInvalid, fmt.Sprintf("The arguments for %q do not fit its schema: %s. Fix them and call again.", c.Name, explain(err, cs.props))))
+		}
+	}
+
+	// 4. Activity.
+	if c.ReadOnlyActivity && class != ClassRead {
+		act := c.Activity
+		if act == "" {
+			act = "current"
+		}
+		dd := deny(CodeReadOnly, fmt.Sprintf("The %s activity is read-only and %q is a %s tool: it needs the %q capability. Use a read-only tool, or ask the user to leave the activity.", act, c.Name, class, class))
+		dd.Class, dd.Capability = class, string(class)
+		return dd
+	}
+	var justification string
+	if class == ClassExecute {
+		j, why := checkJustification(just, hasJust)
+		if why != "" {
+			return g.refuse(c, deny(CodeJustification, fmt.Sprintf("%q runs commands, so it needs a %q argument: %s. Call again with one or two sentences saying why it must run (at most %d characters).", c.Name, JustificationArg, why, maxJustification)))
+		}
+		justification = j
+	}
+
+	canon, err := canonical(args)
+	if err != nil {
+		return deny(CodeInternal, fmt.Sprintf("quiver could not re-encode the arguments for %q; it did not run.", c.Name))
+	}
+
+	// 5. Fence.
+	roots := g.p.roots
+	if len(c.Roots) > 0 {
+		roots = append(append([]string(nil), roots...), g.sessionRoots(c.Roots)...)
+	}
+	var paths []pathArg
+	for _, rp := range collectPaths(args, shadows, t.PathArgs) {
+		primary, readings, err := g.res.readings(rp.s, t.Dir)
+		if err != nil {
+			dd := deny(CodeBadPath, fmt.Sprintf("The argument %q holds a path quiver will not resolve: %v. Pass a plain absolute path.", rp.arg, err))
+			dd.Class = class
+			return dd
+		}
+		pa := pathArg{arg: rp.arg, raw: rp.s, primary: primary, readings: readings}
+		for _, r := range readings {
+			if !insideAny(r, roots) {
+				pa.outside = append(pa.outside, r)
+			}
+		}
+		paths = append(paths, pa)
+	}
+
+	out := Decision{Class: class, Args: canon, Digest: digestOf(canon), Justification: justification}
+	var outside []string
+	for _, pa := range paths {
+		for _, o := range pa.outside {
+			if !contains(outside, o) {
+				outside = append(outside, o)
+			}
+		}
+	}
+	capability := CapMutateOutside
+	if class == ClassRead {
+		capability = CapReadOutside
+	}
+	if len(outside) > 0 && g.p.outsideDeny {
+		dd := deny(CodeOutsideFence, fmt.Sprintf("%s is outside the folders quiver may touch, and this setup refuses such calls. Use a path inside %s.", quoteList(outside), g.rootsText(roots)))
+		dd.Class, dd.Capability, dd.Paths = class, capability, outside
+		return dd
+	}
+
+	// 6. Rules, then the class default.
+	verdict, code, reason := g.decide(c.Name, class, args, paths)
+	if verdict == Deny {
+		dd := deny(code, reason)
+		dd.Class = class
+		return dd
+	}
+	for _, o := range outside {
+		out.Needs = append(out.Needs, Need{Capability: capability, Path: o})
+	}
+	if verdict == Ask {
+		out.Needs = append(out.Needs, Need{Capability: string(class)})
+	}
+	if len(out.Needs) == 0 {
+		out.Verdict, out.Code, out.Reason = Allow, code, reason
+		return out
+	}
+	out.Verdict = Ask
+	out.Paths = outside
+	if len(outside) > 0 {
+		out.Capability = capability
+		out.Code = CodeAskMutateOutside
+		verb := "Changing"
+		if class == ClassRead {
+			out.Code, verb = CodeAskReadOutside, "Reading"
+		}
+		out.Reason = fmt.Sprintf("%s %s is outside the folders quiver may touch (%s), so the user must approve it (capability %s).", verb, quoteList(outside), g.rootsText(roots), capability)
+		if verdict == Ask {
+			out.Reason += " " + reason
+		}
+	} else {
+		out.Capability, out.Code, out.Reason = string(class), code, reason
+	}
+
+	// 7. Grants and permits.
+	if g.ledger != nil {
+		if how, id, ok := g.ledger.cover(ctx, c.Session, t.Name, out.Digest, out.Needs); ok {
+			out.Verdict = Allow
+			switch how {
+			case coveredByPermit:
+				out.Code, out.Permit = CodeAllowPermit, id
+				out.Reason = fmt.Sprintf("Allowed once by the user's approval of this exact call (permit %d).", id)
+			default:
+				out.Code, out.Grant = CodeAllowGrant, id
+				out.Reason = fmt.Sprintf("Allowed by the user's grant %d.", id)
+			}
+		}
+	}
+	return out
+}
+
+// refuse counts a refused argument round and turns the refusal into
+// deny.correction_budget once the tool has used up its rounds this turn.
+func (g *Gate) refuse(c Call, d Decision) Decision {
+	n := g.budget.refuse(c.Session, c.Name, c.Turn)
+	if n > g.p.rounds {
+		return deny(CodeCorrectionBudget, fmt.Sprintf("The arguments for %q were refused %d times this turn; stop retrying it, and tell the user what you were trying to do and the last error: %s", c.Name, n-1, d.Reason))
+	}
+	return d
+}
+
+func (g *Gate) sessionRoots(in []string) []string {
+	var out []string
+	for _, r := range in {
+		p := r
+		if isFileURI(r) {
+			var err error
+			if p, err = fileURIPath(r); err != nil {
+				continue // a root quiver cannot read widens nothing
+			}
+		}
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		if res, err := g.res.resolveRoot(p); err == nil {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+func (g *Gate) rootsText(roots []string) string {
+	if len(roots) == 0 {
+		return "no folders are allowed yet"
+	}
+	if len(roots) > 4 {
+		return strings.Join(roots[:4], ", ") + ", …"
+	}
+	return strings.Join(roots, ", ")
+}
+
+// decide applies the first matching rule, else the class default.
+func (g *Gate) decide(name string, class Class, args map[string]any, paths []pathArg) (Verdict, string, string) {
+	for _, r := range g.p.rules {
+		if ok, _ := path.Match(r.glob, name); !ok || !r.holds(args, paths) {
+			continue
+		}
+		switch r.verdict {
+		case Allow:
+			return Allow, CodeAllowRule, orDefault(r.reason, fmt.Sprintf("Allowed by policy rule %d.", r.idx+1))
+		case Ask:
+			return Ask, CodeAskRule, orDefault(r.reason, fmt.Sprintf("Policy rule %d says the user must approve calls like this to %q.", r.idx+1, name))
+		default:
+			return Deny, CodeDenyRule, orDefault(r.reason, fmt.Sprintf("Policy rule %d refuses calls like this to %q; do not retry it, try another way or ask the user.", r.idx+1, name))
+		}
+	}
+	switch g.p.defaults[class] {
+	case Allow:
+		return Allow, CodeAllow, "Allowed by policy."
+	case Ask:
+		return Ask, CodeAskPolicy, fmt.Sprintf("%q is a %s tool, so the user must approve the call (capability %s).", name, class, class)
+	}
+	return Deny, CodeDenyPolicy, fmt.Sprintf("%q is a %s tool and this setup refuses %s tools; try another way or ask the user.", name, class, class)
+}
+
+func (r rule) holds(args map[string]any, paths []pathArg) bool {
+	if r.fence != "" && !fenceHolds(r.fence, paths, "") {
+		return false
+	}
+	all := r.verdict == Allow
+	for _, m := range r.args {
+		v, present := args[m.name]
+		if m.absent {
+			if present {
+				return false
+			}
+			continue
+		}
+		if !present {
+			return false
+		}
+		if m.fence != "" && !fenceHolds(m.fence, paths, m.name) {
+			return false
+		}
+		if (m.hasEq || m.prefix != "" || m.re != nil) && !m.valueHolds(v, all) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueHolds checks equals/prefix/regex; on an array (unless equals wants
+// the array itself) every element must hold for an allow rule and one for
+// deny or ask.
+func (m argMatch) valueHolds(v any, all bool) bool {
+	if arr, ok := v.([]any); ok {
+		if _, eqArr := m.equals.([]any); !(m.hasEq && eqArr) {
+			if len(arr) == 0 {
+				return false
+			}
+			for _, e := range arr {
+				if m.valueHolds(e, all) != all {
+					return !all
+				}
+			}
+			return all
+		}
+	}
+	if m.hasEq && !jsonEqual(v, m.equals) {
+		return false
+	}
+	if m.prefix != "" || m.re != nil {
+		s, ok := v.(string)
+		if !ok {
+			return false
+		}
+		if m.prefix != "" && !strings.HasPrefix(s, m.prefix) {
+			return false
+		}
+		if m.re != nil && !m.re.MatchString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// fenceHolds: "outside" when any path (of arg, or of any argument when
+// arg is "") lies outside; "inside" when there is at least one and all lie
+// inside.
+func fenceHolds(word string, paths []pathArg, arg string) bool {
+	n, out := 0, 0
+	for _, p := range paths {
+		if arg != "" && p.arg != arg {
+			continue
+		}
+		n++
+		if len(p.outside) > 0 {
+			out++
+		}
+	}
+	if word == "outside" {
+		return out > 0
+	}
+	return n > 0 && out == 0
+}
+
+// maxJustification is the longest justification quiver accepts, in
+// characters: enough for two sentences, short enough for an approval card.
+const maxJustification = 512
+
+func checkJustification(v any, present bool) (string, string) {
+	if !present {
+		return "", "it is missing"
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", "it must be a string, not " + kindOf(v)
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", "it is blank"
+	}
+	if n := utf8.RuneCountInString(s); n > maxJustification {
+		return "", fmt.Sprintf("it is %d characters long", n)
+	}
+	for _, r := range s {
+		if r == utf8.RuneError || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidi(r) || r == 0x2028 || r == 0x2029 {
+			// Control and bidi characters can make an approval card say
+			// something other than what was written.
+			return "", fmt.Sprintf("it contains a control or bidirectional character (U+%04X)", r)
+		}
+	}
+	return s, ""
 }
 
 func resolve(c Call) (Decision, bool) {
@@ -111,6 +597,8 @@ func resolve(c Call) (Decision, bool) {
 		return deny(CodeWithheld, fmt.Sprintf("The tool %q is switched off here; ask the user to enable it, or use another tool.", c.Name)), true
 	case !c.Visible:
 		return deny(CodeNotBound, fmt.Sprintf("The tool %q is not available yet: search for it first with search_tools, then call it.", c.Name)), true
+	case c.Tool.SlashGated && !c.Forced:
+		return deny(CodeSlashGated, fmt.Sprintf("The tool %q runs only through its slash command; ask the user to run that command.", c.Name)), true
 	}
 	return Decision{}, false
 }
@@ -148,4 +636,22 @@ func describe(raw []byte) string {
 
 func deny(code, reason string) Decision {
 	return Decision{Verdict: Deny, Code: code, Reason: reason}
+}
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+func quoteList(ps []string) string {
+	if len(ps) > 3 {
+		return fmt.Sprintf("%q and %d more", ps[:3], len(ps)-3)
+	}
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	return strings.Join(q, ", ")
 }

@@ -1,0 +1,488 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The fence resolves every path argument the way the operating system —
+// or a downstream server that normalises first — would, and checks that it
+// lies under a root. When a string can be read more than one way (a
+// file:// URI or a literal name, with or without "~" expanded, backslashes
+// as separators or not, percent-decoded or not, Unicode-normalised or not,
+// ".." applied before or after symlinks) every reading is resolved and
+// every one must be inside: quiver cannot know which reading the server
+// will pick, so it never guesses.
+
+// maxPathLen is the longest path argument the fence will resolve; longer
+// is refused rather than truncated (Linux PATH_MAX).
+const maxPathLen = 4096
+
+// maxLinks bounds symlink expansion like the kernel's ELOOP limit.
+const maxLinks = 40
+
+// errBadPath marks a path that cannot be resolved safely.
+var errBadPath = errors.New("bad path")
+
+type badPath struct{ why string }
+
+func (b *badPath) Error() string { return b.why }
+func (b *badPath) Is(err error) bool {
+	return err == errBadPath
+}
+
+func bad(format string, a ...any) error { return &badPath{fmt.Sprintf(format, a...)} }
+
+// resolver turns path strings into absolute, symlink-free paths.
+type resolver struct {
+	home string // the user's home, for "~"
+	wd   string // quiver's working directory: a server with no Dir inherits it
+	// lookupHome finds another user's home for "~name"; nil refuses.
+	lookupHome func(name string) (string, error)
+}
+
+func newResolver(home, wd string) *resolver {
+	return &resolver{home: home, wd: wd, lookupHome: func(name string) (string, error) {
+		u, err := user.Lookup(name)
+		if err != nil {
+			return "", err
+		}
+		return u.HomeDir, nil
+	}}
+}
+
+func (r *resolver) expandHome(p string) string {
+	if r.home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return filepath.Join(r.home, p[1:])
+	}
+	return p
+}
+
+func (r *resolver) resolveRoot(abs string) (string, error) {
+	if err := checkChars(abs); err != nil {
+		return "", err
+	}
+	return physical(filepath.Clean(abs))
+}
+
+// physical resolves an absolute path component by component, as the
+// kernel does: a symlink is replaced by its target (relative to the link's
+// directory) and resolution restarts there; ".." goes to the parent of what
+// has been resolved so far, not of what was written. Components that do
+// not exist are appended as written, since nothing under them can be a
+// link. A dangling link is followed to where it points, because writing
+// through it creates the target.
+func physical(abs string) (string, error) {
+	if len(abs) > maxPathLen {
+		return "", bad("the path is longer than %d bytes", maxPathLen)
+	}
+	comps := splitPath(abs)
+	cur := string(filepath.Separator)
+	links := 0
+	for i := 0; i < len(comps); i++ {
+		c := comps[i]
+		switch c {
+		case ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				cur = next
+				continue
+			}
+			if errors.Is(err, syscall.ENAMETOOLONG) {
+				return "", bad("a component of the path is too long")
+			}
+			// Permission denied and the like: quiver cannot see whether a
+			// link hides here, so it will not vouch for the path.
+			return "", bad("cannot inspect %s: %v", next, errors.Unwrap(err))
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		links++
+		if links > maxLinks {
+			return "", bad("too many levels of symbolic links")
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", bad("cannot read link %s", next)
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		rest := append(splitPath(target), comps[i+1:]...)
+		comps = rest
+		i = -1
+	}
+	return cur, nil
+}
+
+func splitPath(p string) []string {
+	parts := strings.Split(p, string(filepath.Separator))
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkChars refuses what no honest path contains: NUL and other control
+// characters, bidi overrides that make a path read differently than it
+// resolves, and U+FFFD, which is what invalid UTF-8 or a lone surrogate
+// becomes once decoded.
+func checkChars(s string) error {
+	if !utf8.ValidString(s) {
+		return bad("the path is not valid UTF-8")
+	}
+	for _, r := range s {
+		switch {
+		case r == 0:
+			return bad("the path contains a NUL byte")
+		case r == utf8.RuneError:
+			return bad("the path contains invalid UTF-8 or an unpaired surrogate")
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return bad("the path contains a control character (U+%04X)", r)
+		case isBidi(r):
+			return bad("the path contains a bidirectional formatting character (U+%04X)", r)
+		}
+	}
+	return nil
+}
+
+func isBidi(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// readings returns every plausible reading of a path argument as an
+// absolute path, or an error when the string cannot be resolved safely.
+// primary is the reading a well-behaved server would take.
+func (r *resolver) readings(s, base string) (primary string, all []string, err error) {
+	if len(s) > maxPathLen {
+		return "", nil, bad("the path is longer than %d bytes", maxPathLen)
+	}
+	if err := checkChars(s); err != nil {
+		return "", nil, err
+	}
+	if base == "" {
+		base = r.wd
+	}
+	if base == "" || !filepath.IsAbs(base) {
+		return "", nil, bad("relative path with no known working directory")
+	}
+	set := map[string]bool{}
+	var order []string
+	add := func(p string) {
+		if !set[p] {
+			set[p] = true
+			order = append(order, p)
+		}
+	}
+
+	var forms []string // strings to read as plain paths
+	if isFileURI(s) {
+		p, err := fileURIPath(s)
+		if err != nil {
+			return "", nil, err
+		}
+		forms = append(forms, p)
+	}
+	forms = append(forms, s)
+
+	// Variants a server might derive. Applied to every form found so far,
+	// twice, so that combinations (an encoded backslash, a fullwidth "~")
+	// are covered too.
+	for round := 0; round < 2; round++ {
+		for _, f := range forms {
+			for _, v := range variants(f) {
+				if v.err != nil {
+					return "", nil, v.err
+				}
+				if !contains(forms, v.s) {
+					forms = append(forms, v.s)
+				}
+			}
+		}
+	}
+
+	for i, f := range forms {
+		if err := checkChars(f); err != nil {
+			return "", nil, err
+		}
+		var abs []string
+		switch {
+		case f == "~" || strings.HasPrefix(f, "~/"):
+			if r.home == "" {
+				return "", nil, bad("~ used but the home directory is unknown")
+			}
+			abs = append(abs, filepath.Join(r.home, f[1:]))
+		case strings.HasPrefix(f, "~"):
+			// "~name": a shell expands it when name is a user and leaves it
+			// literal otherwise; quiver reads it the same way.
+			name, _, _ := strings.Cut(f[1:], "/")
+			if r.lookupHome != nil {
+				if h, err := r.lookupHome(name); err == nil && h != "" {
+					abs = append(abs, filepath.Join(h, strings.TrimPrefix(f[1:], name)))
+				}
+			}
+		}
+		// The literal reading as well: a server that does not expand "~"
+		// takes "~/x" as a directory named "~" under its cwd.
+		if filepath.IsAbs(f) {
+			abs = append(abs, f)
+		} else {
+			abs = append(abs, base+string(filepath.Separator)+f)
+		}
+		for _, a := range abs {
+			// Physical resolution applies ".." after symlinks (the kernel);
+			// resolving the lexically cleaned path applies it before (Node's
+			// path.resolve, Python's abspath). Both must be inside.
+			p1, err := physical(a)
+			if err != nil {
+				return "", nil, err
+			}
+			p2, err := physical(filepath.Clean(a))
+			if err != nil {
+				return "", nil, err
+			}
+			if i == 0 && primary == "" {
+				primary = p1
+			}
+			add(p1)
+			add(p2)
+		}
+	}
+	return primary, order, nil
+}
+
+type variant struct {
+	s   string
+	err error
+}
+
+func variants(s string) []variant {
+	var out []variant
+	if strings.ContainsRune(s, '\\') {
+		// Windows-minded servers (and some Node code) treat "\" as a
+		// separator.
+		out = append(out, variant{s: strings.ReplaceAll(s, `\`, "/")})
+	}
+	if strings.ContainsRune(s, '%') {
+		if d, err := url.PathUnescape(s); err == nil && d != s {
+			if why := oddDecoding(s, d); why != "" {
+				return []variant{{err: bad("percent-encoding in the path %s", why)}}
+			}
+			out = append(out, variant{s: d})
+		}
+	}
+	if !isASCII(s) {
+		// Lookalikes (fullwidth solidus, one-dot leader) become "/" and
+		// "." under compatibility normalisation, which some file systems
+		// and libraries apply.
+		for _, f := range []norm.Form{norm.NFKC, norm.NFC, norm.NFD} {
+			if n := f.String(s); n != s {
+				out = append(out, variant{s: n})
+			}
+		}
+	}
+	return out
+}
+
+// oddDecoding says why a percent-decoded path is suspicious: it hides a
+// separator, a dot segment, a control character or another layer of
+// encoding — nothing an honest file name needs to encode.
+func oddDecoding(raw, dec string) string {
+	lower := strings.ToLower(raw)
+	switch {
+	case strings.Contains(lower, "%2f"), strings.Contains(lower, "%5c"):
+		return "hides a path separator"
+	case strings.Contains(lower, "%2e"):
+		return "hides a dot"
+	case strings.Contains(lower, "%00"):
+		return "hides a NUL byte"
+	case !utf8.ValidString(dec):
+		return "decodes to invalid UTF-8"
+	case checkChars(dec) != nil:
+		return "decodes to a control character"
+	}
+	if d2, err := url.PathUnescape(dec); err == nil && d2 != dec {
+		return "is encoded twice"
+	}
+	return ""
+}
+
+func isFileURI(s string) bool {
+	return len(s) >= 5 && strings.EqualFold(s[:5], "file:")
+}
+
+// fileURIPath extracts the local path of a file: URI, refusing anything a
+// local server could not open as a plain path.
+func fileURIPath(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", bad("not a valid file URI: %v", errors.Unwrap(err))
+	}
+	if u.Opaque != "" {
+		return "", bad("file URI without a path (%q)", s)
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+		return "", bad("file URI names another host (%q)", u.Host)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", bad("file URI with a user, query or fragment")
+	}
+	if oddDecoding(u.EscapedPath(), u.Path) != "" && strings.ContainsRune(u.EscapedPath(), '%') {
+		return "", bad("file URI %s", oddDecoding(u.EscapedPath(), u.Path))
+	}
+	if u.Path == "" {
+		return "", bad("file URI without a path")
+	}
+	return u.Path, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is root or under it. A sibling that shares a
+// prefix (/work-evil beside /work) is not under it.
+func within(p, root string) bool {
+	if root == string(filepath.Separator) {
+		return true
+	}
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+func insideAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if within(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// A pathArg is one path found in the arguments.
+type pathArg struct {
+	arg      string   // top-level argument it came from
+	raw      string   // as written
+	primary  string   // the reading a well-behaved server takes
+	readings []string // every reading, resolved
+	outside  []string // readings outside every root
+}
+
+// pathKeyWords are argument names that carry paths, alone or as a suffix
+// (output_path, outputPath, work-dir).
+var pathKeyWords = []string{
+	"path", "paths", "file", "files", "filename", "filenames", "filepath",
+	"dir", "dirs", "directory", "directories", "folder", "folders",
+	"cwd", "root", "roots", "source", "sources", "destination", "destinations",
+	"target", "targets", "src", "dst", "dest", "workdir",
+}
+
+func isPathKey(name string) bool {
+	lower := strings.ToLower(name)
+	for _, w := range pathKeyWords {
+		if lower == w {
+			return true
+		}
+		if len(name) > len(w) && strings.HasSuffix(lower, w) {
+			sep := name[len(name)-len(w)-1]
+			first := rune(name[len(name)-len(w)])
+			// snake_case, kebab-case, or camelCase boundary.
+			if sep == '_' || sep == '-' || sep == '.' || (unicode.IsUpper(first) && !unicode.IsUpper(rune(sep))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// collectPaths finds the path strings in the arguments: values of declared
+// or path-named keys (strings, arrays of them, at any depth) and any
+// string anywhere that is a file: URI. Shadowed duplicate values are
+// searched too.
+func collectPaths(args map[string]any, shadows []shadow, declared []string) []rawPath {
+	var out []rawPath
+	isDeclared := func(k string) bool { return contains(declared, k) }
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		walkPaths(k, k, args[k], isDeclared(k) || isPathKey(k), 0, &out)
+	}
+	for _, s := range shadows {
+		top := s.key
+		if !s.top {
+			top = "(nested)"
+		}
+		walkPaths(top, s.key, s.value, (s.top && isDeclared(s.key)) || isPathKey(s.key), 0, &out)
+	}
+	return out
+}
+
+type rawPath struct {
+	arg string
+	s   string
+}
+
+func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
+	if depth > maxArgDepth {
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		if pathy || isFileURI(x) {
+			*out = append(*out, rawPath{arg: top, s: x})
+		}
+	case []any:
+		for _, e := range x {
+			walkPaths(top, key, e, pathy, depth+1, out)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			walkPaths(top, k, x[k], isPathKey(k), depth+1, out)
+		}
+	}
+}
