@@ -1,0 +1,149 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// escapeCorpus is testdata/escapes.json: a corpus meant for reuse end to
+// end (through a real filesystem server), so it is data, not Go.
+type escapeCorpus struct {
+	Fixtures struct {
+		Dirs  []string `json:"dirs"`
+		Files []string `json:"files"`
+		Links []struct {
+			Link   string `json:"link"`
+			Target string `json:"target"`
+		} `json:"links"`
+	} `json:"fixtures"`
+	Controls []escapeAttempt `json:"controls"`
+	Attempts []escapeAttempt `json:"attempts"`
+}
+
+type escapeAttempt struct {
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args"`
+	Raw      string          `json:"raw"`
+	Expect   string          `json:"expect"`
+	PathArgs []string        `json:"path_args"`
+}
+
+func loadEscapes(t testing.TB, f fixture) (escapeCorpus, func(string) string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "escapes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c escapeCorpus
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	sub := strings.NewReplacer(
+		"{{ROOT_UPPER}}", strings.ToUpper(f.root),
+		"{{ROOTNAME}}", filepath.Base(f.root),
+		"{{ROOT}}", f.root,
+		"{{OUTSIDE}}", f.outside,
+		"{{HOME}}", f.outside,
+	).Replace
+	for _, d := range c.Fixtures.Dirs {
+		if err := os.MkdirAll(sub(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range c.Fixtures.Files {
+		if err := os.WriteFile(sub(p), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range c.Fixtures.Links {
+		if err := os.Symlink(sub(l.Target), sub(l.Link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, sub
+}
+
+func (a escapeAttempt) args(sub func(string) string) json.RawMessage {
+	if a.Raw != "" {
+		return json.RawMessage(sub(a.Raw))
+	}
+	return json.RawMessage(sub(string(a.Args)))
+}
+
+// TestEscapeCorpus runs every attempt against a read tool and a write tool
+// whose working directory is the fenced root. Zero escapes: no attempt may
+// be allowed.
+func TestEscapeCorpus(t *testing.T) {
+	f := newFixture(t)
+	corpus, sub := loadEscapes(t, f)
+	if len(corpus.Attempts) < 60 {
+		t.Fatalf("corpus has %d attempts, want at least 60", len(corpus.Attempts))
+	}
+	g := f.gate(t, Policy{})
+	ctx := context.Background()
+	open := json.RawMessage(`{"type":"object"}`)
+	tools := []*Tool{
+		{Name: "fs__read_any", Class: ClassRead, Schema: open, Dir: f.root},
+		{Name: "fs__write_any", Class: ClassWrite, Schema: open, Dir: f.root},
+	}
+	for _, c := range corpus.Controls {
+		for _, tl := range tools {
+			d := g.Evaluate(ctx, call(tl, string(c.args(sub))))
+			if d.Verdict != Allow {
+				t.Errorf("control %s via %s: got %s %s (%s); the harness would deny everything", c.Name, tl.Name, d.Verdict, d.Code, d.Reason)
+			}
+		}
+	}
+	escapes := 0
+	for _, a := range corpus.Attempts {
+		for _, base := range tools {
+			tl := *base
+			tl.PathArgs = a.PathArgs
+			t.Run(a.Name+"/"+string(tl.Class), func(t *testing.T) {
+				d := g.Evaluate(ctx, call(&tl, string(a.args(sub))))
+				if d.Verdict == Allow {
+					escapes++
+					t.Fatalf("ESCAPE: allowed %s (%s)", a.args(sub), d.Reason)
+				}
+				if a.Expect != "" && d.Verdict.String() != a.Expect {
+					t.Errorf("got %s %s (%s), corpus expects %s", d.Verdict, d.Code, d.Reason, a.Expect)
+				}
+				if d.Code == "" || d.Reason == "" {
+					t.Errorf("decision without code or reason: %+v", d)
+				}
+			})
+		}
+	}
+	if escapes > 0 {
+		t.Fatalf("%d escapes", escapes)
+	}
+}
+
+// TestLinkSwappedAfterApproval: a path granted while it was a plain
+// directory is checked again once it becomes a link that points out.
+func TestLinkSwappedAfterApproval(t *testing.T) {
+	f := newFixture(t)
+	g := f.gate(t, Policy{})
+	ctx := context.Background()
+	dir := filepath.Join(f.root, "swap")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := call(&Tool{Name: "fs__write_any", Schema: json.RawMessage(`{"type":"object"}`)}, `{"path":`+js(dir+"/x")+`}`)
+	if d := g.Evaluate(ctx, c); d.Verdict != Allow {
+		t.Fatalf("before the swap: %s %s", d.Verdict, d.Code)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Evaluate(ctx, c); d.Verdict == Allow {
+		t.Fatalf("after the swap the call is still allowed: %s", d.Reason)
+	}
+}
