@@ -158,7 +158,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // connect starts the server, runs the handshake and lists its tools. stop
 // closes the client and reaps the child's whole process group.
-func (c *conn) connect(ctx context.Context) (cl *client.Client, tools []Tool, stop func(), err error) {
+func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(), err error) {
 	// The child lives as long as this ctx: Start's ctx must outlive the
 	// handshake, and cancelling it after Close sweeps the process group.
 	life, cancelLife := context.WithCancel(ctx)
@@ -168,8 +168,8 @@ func (c *conn) connect(ctx context.Context) (cl *client.Client, tools []Tool, st
 		return nil, nil, nil, err
 	}
 	opts := append([]client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}, c.reg.opts.ClientOptions...)
-	cl = client.NewClient(tr, opts...)
-	stop = func() {
+	cl := client.NewClient(tr, opts...)
+	stop := func() {
 		_ = cl.Close()
 		cancelLife()
 	}
@@ -189,7 +189,7 @@ func (c *conn) connect(ctx context.Context) (cl *client.Client, tools []Tool, st
 	if _, err := cl.Initialize(ictx, init); err != nil {
 		return nil, nil, nil, fmt.Errorf("initialize: %w", err)
 	}
-	tools, err = c.listTools(ictx, cl)
+	tools, err := c.listTools(ictx, cl)
 	if err != nil {
 		return nil, nil, nil, err
 	}
