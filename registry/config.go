@@ -46,6 +46,22 @@ type Config struct {
 	// Secrets are the values that came from ${VAR} references in env and
 	// headers; they are redacted from everything quiver shows.
 	Secrets []Secret
+	// raw is the file as read, for DecodeSections.
+	raw []byte
+}
+
+// DecodeSections decodes the sections of servers.yaml that other packages
+// own (fence, policy) into v, strictly, with line numbers that point into
+// the real file. v is a pointer to a struct with yaml tags for the
+// sections it wants and a `yaml:",inline"` map[string]yaml.Node that takes
+// the rest; registry stays ignorant of the section's types.
+func (c *Config) DecodeSections(v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(c.raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, yamlMessage(c.Path, err))
+	}
+	return nil
 }
 
 // Surface configures what each session sees.
@@ -125,6 +141,10 @@ type fileConfig struct {
 	Surface *Surface               `yaml:"surface"`
 	Servers map[string]*fileServer `yaml:"servers"`
 	Skills  *Skills                `yaml:"skills"`
+	// Sections owned by other packages: accepted here, validated by
+	// DecodeSections into the owner's types.
+	Fence  yaml.Node `yaml:"fence"`
+	Policy yaml.Node `yaml:"policy"`
 }
 
 type fileServer struct {
@@ -161,7 +181,7 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 	var root yaml.Node
 	_ = yaml.Unmarshal(b, &root) // it decoded above, so it parses
 
-	cfg := &Config{Path: path}
+	cfg := &Config{Path: path, raw: b}
 	p := parser{path: path, root: &root, lookup: lookup}
 	cfg.Surface = p.surface(fc.Surface)
 	if fc.Skills != nil {
@@ -363,6 +383,10 @@ func expandVars(s string, lookup func(string) (string, bool), seen func(name, va
 	return out, nil
 }
 
+var typeRE = regexp.MustCompile(` in type [A-Za-z0-9_.\[\]*]+`)
+
+var unknownRE = regexp.MustCompile(`field (\S+) not found`)
+
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func sortedKeys(m map[string]string) []string {
@@ -383,7 +407,10 @@ func yamlMessage(path string, err error) string {
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.ReplaceAll(msg, "line ", filepath.Base(orDefault(path))+":")
-	return msg
+	// "field comand not found in type registry.fileServer": the Go type
+	// means nothing to the person editing the file.
+	msg = typeRE.ReplaceAllString(msg, "")
+	return unknownRE.ReplaceAllString(msg, `unknown key "$1" (check its spelling and where it is indented; README.md lists every key)`)
 }
 
 func orDefault(path string) string {
