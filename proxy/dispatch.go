@@ -57,9 +57,9 @@ func (s *Server) begin(ctx context.Context, meta *mcp.Meta) *session {
 // dispatch is the one path every call takes: resolve, gate, forward.
 func (s *Server) dispatch(ctx context.Context, ss *session, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
 	st := s.state.Load()
-	call := gate.Call{Session: ss.id, Name: name, Args: args}
+	call := gate.Call{Session: ss.id, Name: name, Args: args, Turn: ss.currentTurn()}
 	if t, ok := st.cat.Lookup(name); ok {
-		call.Tool = &gate.Tool{Name: t.Exposed, Server: t.Server, Schema: t.InputSchema}
+		call.Tool = s.gateTool(t)
 		call.Visible = s.visible(ss, st, name)
 	} else {
 		call.Closest = st.ix.Closest(name, 3, index.KindMCP)
@@ -86,6 +86,17 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	}
 	log.Debug("call done", "is_error", res.IsError)
 	return res
+}
+
+// gateTool gives the gate the facts it needs about a catalog tool.
+func (s *Server) gateTool(t registry.Tool) *gate.Tool {
+	a := t.Annotations
+	gt := &gate.Tool{Name: t.Exposed, Server: t.Server, Schema: t.InputSchema,
+		Hints: gate.Hints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}}
+	if srv, ok := s.cfg.Server(t.Server); ok {
+		gt.Dir = srv.Cwd
+	}
+	return gt
 }
 
 func rawArgs(req mcp.CallToolRequest) json.RawMessage {

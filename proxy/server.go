@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"gopkg.in/yaml.v3"
 
 	"github.com/quiver-mcp/quiver/builtin"
 	"github.com/quiver-mcp/quiver/gate"
@@ -64,8 +65,19 @@ type snapshot struct {
 	tools map[string]mcp.Tool // listed definitions, by exposed name
 }
 
-// New builds a Server for cfg. Nothing runs until Start.
-func New(cfg *registry.Config, opts Options) *Server {
+// sections are the parts of servers.yaml the gate owns.
+type sections struct {
+	Fence struct {
+		AllowedDirs  []string `yaml:"allowed_dirs"`
+		OutsideFence string   `yaml:"outside_fence"`
+	} `yaml:"fence"`
+	Policy gate.Policy          `yaml:"policy"`
+	Rest   map[string]yaml.Node `yaml:",inline"`
+}
+
+// New builds a Server for cfg. Nothing runs until Start. It fails only on
+// a policy the gate cannot compile.
+func New(cfg *registry.Config, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -75,9 +87,21 @@ func New(cfg *registry.Config, opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	var sec sections
+	if err := cfg.DecodeSections(&sec); err != nil {
+		return nil, err
+	}
+	policy := sec.Policy
+	policy.AllowedDirs = sec.Fence.AllowedDirs
+	policy.OutsideFence = sec.Fence.OutsideFence
+	policy.StateDir = opts.StateDir
+	g, err := gate.New(policy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
+	}
 	s := &Server{
 		cfg:      cfg,
-		gate:     gate.New(),
+		gate:     g,
 		log:      opts.Logger,
 		opts:     opts,
 		changes:  make(chan *registry.Catalog, 1),
@@ -114,7 +138,7 @@ func New(cfg *registry.Config, opts Options) *Server {
 			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."),
 	)
 	s.install(&registry.Catalog{})
-	return s
+	return s, nil
 }
 
 // Start starts the downstream servers in the background and returns at once:

@@ -96,6 +96,12 @@ func (ss *session) bound(turns int) []string {
 	return out
 }
 
+func (ss *session) currentTurn() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.turn
+}
+
 func (ss *session) isBound(name string, turns int) bool {
 	return slices.Contains(ss.bound(turns), name)
 }

@@ -44,7 +44,10 @@ func started(ctx context.Context, e *env, c *common, wait time.Duration) (*proxy
 	if err != nil {
 		return nil, err
 	}
-	p := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
+	if err != nil {
+		return nil, err
+	}
 	p.Start(ctx)
 	select {
 	case <-p.Ready():

@@ -60,7 +60,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
+	if err != nil {
+		return err
+	}
 	p.Start(ctx)
 	defer p.Close()
 	log.Info("quiver started", "config", cfg.Path, "servers", len(cfg.Servers), "reveal", cfg.Surface.Reveal, "state_dir", state)

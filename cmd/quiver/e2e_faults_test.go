@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestServerDownAtStart(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", `
+  broken:
+    command: /nonexistent/mcp-server
+`), hostOptions{})
+	h.waitTools("example__current_time")
+	res := h.searchUntil("take a note", "example__notes_add")
+	if res.IsError {
+		t.Fatalf("a broken server must not break search: %s", textOf(res))
+	}
+	if got := h.call("example__notes_list", map[string]any{}); got.IsError {
+		t.Fatalf("the working server must keep working: %s", textOf(got))
+	}
+}
+
+func TestDoctorReportsADownServer(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte(exampleConfig("auto", "  broken:\n    command: /nonexistent/mcp-server\n")), 0o600)
+	out, err := exec.Command(quiverBin, "doctor", "--config", cfg, "--state-dir", dir, "--wait", "10s").CombinedOutput()
+	if code := exitCode(err); code != exitFailure {
+		t.Fatalf("doctor with a down server: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	for _, want := range []string{"example  stdio      up", "broken", "down", "/nonexistent/mcp-server", "surface: 3 tools"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestConfigTypoIsAClearError(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte("servers:\n  example:\n    comand: quiver\n"), 0o600)
+	out, err := exec.Command(quiverBin, "serve", "--config", cfg, "--state-dir", dir).CombinedOutput()
+	if code := exitCode(err); code != exitFailure {
+		t.Fatalf("serve with a typo: exit %d, want 1\n%s", code, out)
+	}
+	if !strings.Contains(string(out), `servers.yaml:3: unknown key "comand"`) {
+		t.Fatalf("the error must name the file, line and key:\n%s", out)
+	}
+	out, err = exec.Command(quiverBin, "serve", "--bogus").CombinedOutput()
+	if code := exitCode(err); code != exitUsage {
+		t.Fatalf("unknown flag: exit %d, want 2\n%s", code, out)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func TestDownstreamDiesMidCall(t *testing.T) {
+	// crash is destructive; let it run without an approval here.
+	h := startQuiver(t, exampleConfig("direct", "policy:\n  defaults: {destructive: allow}\n"), hostOptions{})
+	h.waitTools("example__crash")
+	res := h.call("example__crash", map[string]any{})
+	wantRefusal(t, res, "error.server_down")
+	if !strings.Contains(textOf(res), "example") {
+		t.Fatalf("the error should name the server: %s", textOf(res))
+	}
+	// quiver lives on, and the server comes back.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := h.call("example__echo", map[string]any{"value": 1})
+		if !got.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the example server was not restarted: %s", textOf(got))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestMalformedJSONRPCKeepsTheSession(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600)
+	cmd := exec.Command(quiverBin, "serve", "--config", cfg, "--state-dir", dir, "--log-level", "error")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	r := bufio.NewReader(stdout)
+	send := func(line string) map[string]any {
+		t.Helper()
+		io.WriteString(stdin, line+"\n")
+		for {
+			l, err := r.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("quiver closed stdout after %q: %v", line, err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(l, &m); err != nil {
+				t.Fatalf("quiver wrote a non-JSON line: %q", l)
+			}
+			if _, isNote := m["method"]; !isNote {
+				return m
+			}
+		}
+	}
+	bad := send(`{"jsonrpc":"2.0","id":1,"method":`)
+	if e, _ := bad["error"].(map[string]any); e == nil || e["code"] != float64(-32700) {
+		t.Fatalf("malformed JSON: want a -32700 parse error, got %v", bad)
+	}
+	init := send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if init["result"] == nil {
+		t.Fatalf("initialize after garbage: %v", init)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	unknown := send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
+	if unknown["error"] == nil && unknown["result"] == nil {
+		t.Fatalf("unknown tool: no answer: %v", unknown)
+	}
+	list := send(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	if list["result"] == nil {
+		t.Fatalf("tools/list after the faults: %v", list)
+	}
+}
+
+// TestAnswersBeforeSlowServers checks the promise, not the figure (the
+// figure is BenchmarkColdStart): initialize and tools/list are answered
+// while a downstream server is still starting.
+func TestAnswersBeforeSlowServers(t *testing.T) {
+	cfg := `
+servers:
+  slow:
+    command: quiver
+    args: [example-server, --start-delay, 5s]
+`
+	start := time.Now()
+	h := startQuiver(t, cfg, hostOptions{})
+	names, _ := h.list()
+	if elapsed := time.Since(start); elapsed > 4*time.Second {
+		t.Fatalf("initialize + tools/list took %v: quiver waited for the slow server", elapsed)
+	}
+	if !slices.Equal(names, []string{"search_tools", "call_tool"}) {
+		t.Fatalf("tools/list before servers are up = %v", names)
+	}
+}
+
+func TestHTTPSessionsAreIsolated(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600)
+	addr := freeAddr(t)
+	cmd := exec.Command(quiverBin, "serve", "--http", addr, "--config", cfg, "--state-dir", dir, "--log-level", "warn")
+	cmd.Stderr = testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	url := "http://" + addr + "/mcp"
+	a, b := httpHost(t, url), httpHost(t, url)
+	a.waitTools("example__current_time")
+	b.waitTools("example__current_time")
+	a.drain()
+	b.drain()
+	a.searchUntil("take a note", "example__notes_add")
+	a.waitChanged()
+	b.noChange()
+	if names, _ := b.list(); slices.Contains(names, "example__notes_add") {
+		t.Fatalf("a search in one session bound tools in another: %v", names)
+	}
+	wantRefusal(t, b.call("example__notes_add", map[string]any{"title": "x", "body": "y"}), "deny.not_bound")
+	if res := a.call("example__notes_list", map[string]any{}); res.IsError {
+		t.Fatalf("session a: %s", textOf(res))
+	}
+	// DNS-rebinding protection: a foreign Host header over loopback is refused.
+	if code := statusWithHost(t, url, "evil.example.com"); code != http.StatusForbidden {
+		t.Fatalf("a request with Host evil.example.com got %d, want 403", code)
+	}
+}
+
+func statusWithHost(t *testing.T, url, host string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func httpHost(t *testing.T, url string) *host {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"))
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("quiver --http never listened: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	h := &host{t: t, c: c, changed: make(chan struct{}, 16)}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			h.changed <- struct{}{}
+		}
+	})
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-http", Version: "1"}
+	if _, err := c.Initialize(h.ctx(), init); err != nil {
+		t.Fatalf("initialize over HTTP: %v", err)
+	}
+	return h
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

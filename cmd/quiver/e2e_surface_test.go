@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestLeanSurface(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
+	names := h.waitTools("example__current_time")
+	want := []string{"search_tools", "call_tool", "example__current_time"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("tools/list = %v, want %v (builtins, then always-on, nothing else)", names, want)
+	}
+	res, err := h.c.ListTools(h.ctx(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Meta == nil || tool.Meta.AdditionalFields["anthropic/alwaysLoad"] != true {
+			t.Errorf("%s lacks _meta[\"anthropic/alwaysLoad\"]: true", tool.Name)
+		}
+	}
+	// The same state lists the same bytes.
+	_, a := h.list()
+	_, b := h.list()
+	if !bytes.Equal(a, b) {
+		t.Fatalf("two tools/list of one state differ:\n%s\n%s", a, b)
+	}
+}
+
+func TestSearchBindsAndListChanges(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
+	h.waitTools("example__current_time")
+
+	// Not bound yet: the gate refuses, and says what to do.
+	wantRefusal(t, h.call("example__notes_add", map[string]any{"title": "a", "body": "b"}), "deny.not_bound")
+
+	res := h.searchUntil("take a note", "example__notes_add")
+	out := textOf(res)
+	for _, want := range []string{`Matches for "take a note":`, "- example__notes_add [mcp] — ", "Bound for your next step: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("search answer lacks %q:\n%s", want, out)
+		}
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	if !bytes.Contains(sc, []byte(`"bound":[`)) || !bytes.Contains(sc, []byte(`"hits":[`)) {
+		t.Errorf("structuredContent lacks hits/bound: %s", sc)
+	}
+	if !strings.Contains(out, "Input schemas") {
+		t.Errorf("with call_tool on the surface, the answer should carry the bound tools' schemas:\n%s", out)
+	}
+
+	h.waitChanged()
+	names, _ := h.list()
+	if !slices.Equal(names[:3], []string{"search_tools", "call_tool", "example__current_time"}) || !slices.Contains(names, "example__notes_add") {
+		t.Fatalf("after the search, tools/list = %v; want always-on first, then the found tools", names)
+	}
+
+	add := h.call("example__notes_add", map[string]any{"title": "groceries", "body": "milk"})
+	if add.IsError {
+		t.Fatalf("bound tool refused: %s", textOf(add))
+	}
+	// call_tool reaches the same tool the same way.
+	got := h.call("call_tool", map[string]any{"name": "example__notes_search", "arguments": map[string]any{"query": "milk"}})
+	if got.IsError || !strings.Contains(textOf(got), "groceries") {
+		t.Fatalf("call_tool notes_search: %s", textOf(got))
+	}
+}
+
+func TestBindingExpiresAfterThreeTurns(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
+	h.waitTools("example__current_time")
+	h.drain()
+	h.turn = 1
+	h.searchUntil("take a note", "example__notes_add")
+	h.waitChanged()
+	for h.turn = 2; h.turn <= 3; h.turn++ {
+		if res := h.call("example__notes_list", map[string]any{}); res.IsError {
+			t.Fatalf("turn %d: a tool bound in turn 1 must still work: %s", h.turn, textOf(res))
+		}
+	}
+	h.turn = 4
+	wantRefusal(t, h.call("example__notes_list", map[string]any{}), "deny.not_bound")
+	h.waitChanged() // the expired tools leave the list
+	names, _ := h.list()
+	if slices.Contains(names, "example__notes_list") {
+		t.Fatalf("turn 4: expired binding still listed: %v", names)
+	}
+}
+
+func TestCallModeKeepsTheListFixed(t *testing.T) {
+	h := startQuiver(t, exampleConfig("call", ""), hostOptions{})
+	before := h.waitTools("example__current_time")
+	h.drain() // the example server coming up changed the list once
+	h.searchUntil("take a note", "example__notes_add")
+	h.noChange()
+	after, _ := h.list()
+	if !slices.Equal(before, after) {
+		t.Fatalf("reveal: call must never change tools/list: %v -> %v", before, after)
+	}
+	res := h.call("call_tool", map[string]any{"name": "example__notes_add", "arguments": map[string]any{"title": "t", "body": "b"}})
+	if res.IsError {
+		t.Fatalf("call_tool: %s", textOf(res))
+	}
+	wantRefusal(t, h.call("call_tool", `{"name":"example__notes_add","arguments":"title=t"}`), "deny.args_shape")
+	wantRefusal(t, h.call("call_tool", `{"name":"example__notes_add","arguments":[1,2]}`), "must be a JSON object")
+	wantRefusal(t, h.call("call_tool", map[string]any{"name": "example__nope"}), "deny.unknown_tool")
+}
+
+func TestListModeHasNoCallTool(t *testing.T) {
+	h := startQuiver(t, exampleConfig("list", ""), hostOptions{})
+	names := h.waitTools("example__current_time")
+	if slices.Contains(names, "call_tool") {
+		t.Fatalf("reveal: list must not offer call_tool: %v", names)
+	}
+}
+
+func TestModernClientListNeverChanges(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{modern: true})
+	before := h.waitTools("example__current_time")
+	h.searchUntil("take a note", "example__notes_add")
+	after, _ := h.list()
+	if !slices.Equal(before, after) {
+		t.Fatalf("a 2026-07-28 client's tools/list changed after a search: %v -> %v", before, after)
+	}
+	if res := h.call("call_tool", map[string]any{"name": "example__notes_list", "arguments": map[string]any{}}); res.IsError {
+		t.Fatalf("call_tool: %s", textOf(res))
+	}
+}
+
+func TestDirectModeListsEverything(t *testing.T) {
+	h := startQuiver(t, exampleConfig("direct", ""), hostOptions{})
+	names := h.waitTools("example__notes_add", "example__search_text", "example__echo")
+	if names[0] != "search_tools" || names[1] != "call_tool" || names[2] != "example__current_time" {
+		t.Fatalf("direct mode keeps builtins and always-on first: %v", names)
+	}
+	// Listed, so callable without a search.
+	if res := h.call("example__notes_list", map[string]any{}); res.IsError {
+		t.Fatalf("direct mode call: %s", textOf(res))
+	}
+}
+
+func TestArgumentsPassThroughRaw(t *testing.T) {
+	h := startQuiver(t, exampleConfig("direct", ""), hostOptions{})
+	h.waitTools("example__echo")
+	res := h.call("example__echo", `{"value":12345678901234567890,"nested":{"n":1.50}}`)
+	if res.IsError || !strings.Contains(textOf(res), "12345678901234567890") {
+		t.Fatalf("a 20-digit integer must survive the proxy: %s", textOf(res))
+	}
+	wantRefusal(t, h.call("example__echo", `"just a string"`), "deny.args_shape")
+}
+
+func TestFilesystemServerThroughQuiver(t *testing.T) {
+	script := filesystemServer(t)
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello from disk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The server itself may touch all of /; quiver's fence allows only root.
+	cfg := exampleConfig("auto", fmt.Sprintf(`
+  filesystem:
+    command: node
+    args: [%q, "/"]
+fence:
+  allowed_dirs: [%q]
+`, script, root))
+	h := startQuiver(t, cfg, hostOptions{})
+	h.waitTools("example__current_time")
+	h.drain()
+	res := h.searchUntil("read the contents of a text file", "filesystem__read_text_file")
+	if !strings.Contains(textOf(res), "filesystem__read_text_file") {
+		t.Fatalf("search: %s", textOf(res))
+	}
+	h.waitChanged()
+	read := h.call("filesystem__read_text_file", map[string]any{"path": filepath.Join(root, "hello.txt")})
+	if read.IsError || !strings.Contains(textOf(read), "hello from disk") {
+		t.Fatalf("read_text_file through quiver: %s", textOf(read))
+	}
+	outside := h.call("filesystem__read_text_file", map[string]any{"path": "/etc/hostname"})
+	wantRefusal(t, outside, "ask.read_outside_fence")
+	sneaky := h.call("filesystem__read_text_file", map[string]any{"path": root + "/../../etc/hostname"})
+	wantRefusal(t, sneaky, "outside_fence")
+
+	// The schema reached the host as the server wrote it.
+	lt, err := h.c.ListTools(h.ctx(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range lt.Tools {
+		if tool.Name == "filesystem__read_text_file" {
+			b, _ := json.Marshal(tool.InputSchema)
+			if !bytes.Contains(b, []byte(`"path"`)) {
+				t.Fatalf("schema lost its properties: %s", b)
+			}
+		}
+	}
+}
