@@ -84,12 +84,28 @@ func (r *resolver) resolveRoot(abs string) (string, error) {
 // not exist are appended as written, since nothing under them can be a
 // link. A dangling link is followed to where it points, because writing
 // through it creates the target.
-func physical(abs string) (string, error) {
+func physical(abs string) (string, error) { return physicalFrom(abs, nil) }
+
+// physicalFrom is physical with known symlink-free roots: a path that
+// starts with one (as written, so no dot segment hides in the prefix)
+// resumes from it instead of inspecting every directory above it again.
+// The roots were resolved when the gate was built or the call arrived, and
+// a tool confined to them cannot turn their ancestors into links.
+func physicalFrom(abs string, roots []string) (string, error) {
 	if len(abs) > maxPathLen {
 		return "", bad("the path is longer than %d bytes", maxPathLen)
 	}
-	comps := splitPath(abs)
 	cur := string(filepath.Separator)
+	best := ""
+	for _, r := range roots {
+		if len(r) > len(best) && r != cur && strings.HasPrefix(abs, r) && (len(abs) == len(r) || abs[len(r)] == filepath.Separator) {
+			best = r
+		}
+	}
+	if best != "" {
+		cur, abs = best, abs[len(best):]
+	}
+	comps := splitPath(abs)
 	links := 0
 	for i := 0; i < len(comps); i++ {
 		c := comps[i]
@@ -177,7 +193,7 @@ func isBidi(r rune) bool {
 // readings returns every plausible reading of a path argument as an
 // absolute path, or an error when the string cannot be resolved safely.
 // primary is the reading a well-behaved server would take.
-func (r *resolver) readings(s, base string) (primary string, all []string, err error) {
+func (r *resolver) readings(s, base string, roots []string) (primary string, all []string, err error) {
 	if len(s) > maxPathLen {
 		return "", nil, bad("the path is longer than %d bytes", maxPathLen)
 	}
@@ -257,11 +273,7 @@ func (r *resolver) readings(s, base string) (primary string, all []string, err e
 			// Physical resolution applies ".." after symlinks (the kernel);
 			// resolving the lexically cleaned path applies it before (Node's
 			// path.resolve, Python's abspath). Both must be inside.
-			p1, err := physical(a)
-			if err != nil {
-				return "", nil, err
-			}
-			p2, err := physical(filepath.Clean(a))
+			p1, err := physicalFrom(a, roots)
 			if err != nil {
 				return "", nil, err
 			}
@@ -269,7 +281,13 @@ func (r *resolver) readings(s, base string) (primary string, all []string, err e
 				primary = p1
 			}
 			add(p1)
-			add(p2)
+			if c := filepath.Clean(a); c != a {
+				p2, err := physicalFrom(c, roots)
+				if err != nil {
+					return "", nil, err
+				}
+				add(p2)
+			}
 		}
 	}
 	return primary, order, nil

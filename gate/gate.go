@@ -326,7 +326,7 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 	}
 	var paths []pathArg
 	for _, rp := range collectPaths(args, shadows, t.PathArgs) {
-		primary, readings, err := g.res.readings(rp.s, t.Dir)
+		primary, readings, err := g.res.readings(rp.s, t.Dir, roots)
 		if err != nil {
 			dd := deny(CodeBadPath, fmt.Sprintf("The argument %q holds a path quiver will not resolve: %v. Pass a plain absolute path.", rp.arg, err))
 			dd.Class = class

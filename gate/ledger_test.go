@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -403,5 +407,77 @@ func TestAudit(t *testing.T) {
 	e := got[0]
 	if e.Duration != time.Second || e.Outcome != OutcomeError || e.Detail != "boom" || len(e.Digest) != 64 {
 		t.Fatalf("entry %+v", e)
+	}
+}
+
+// TestLedgerTwoProcesses runs writers in child processes (this test binary
+// re-executed) beside writers in this one, all on one file.
+func TestLedgerTwoProcesses(t *testing.T) {
+	if os.Getenv("QUIVER_LEDGER_CHILD") != "" {
+		return
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l := openTestLedger(t, path)
+	ctx := context.Background()
+	const each = 200
+	var cmds []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLedgerChildWriter$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "QUIVER_LEDGER_CHILD="+path, fmt.Sprintf("QUIVER_LEDGER_N=%d", each))
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Log(out.String())
+			}
+		})
+		cmds = append(cmds, cmd)
+	}
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if err := lifecycle(ctx, l, "parent", i); err != nil {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	}
+	if errs.Load() > 0 {
+		t.Fatalf("%d errors in the parent", errs.Load())
+	}
+	calls, err := l.Audit(ctx, AuditQuery{Limit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 4*each + 2*each; len(calls) != want {
+		t.Fatalf("%d calls recorded, want %d", len(calls), want)
+	}
+}
+
+// TestLedgerChildWriter is the child half of TestLedgerTwoProcesses.
+func TestLedgerChildWriter(t *testing.T) {
+	path := os.Getenv("QUIVER_LEDGER_CHILD")
+	if path == "" {
+		t.Skip("only runs as TestLedgerTwoProcesses's child")
+	}
+	n, _ := strconv.Atoi(os.Getenv("QUIVER_LEDGER_N"))
+	l := openTestLedger(t, path)
+	for i := 0; i < n; i++ {
+		if err := lifecycle(context.Background(), l, "child", i); err != nil {
+			t.Fatalf("child write %d: %v", i, err)
+		}
 	}
 }
