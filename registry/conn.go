@@ -31,6 +31,13 @@ type conn struct {
 	status ServerStatus
 	dead   chan struct{} // closed when the running client is found dead
 	reqID  atomic.Int64
+	// relist is set by a tools/list_changed from the server; supervise
+	// replays one that came before it installed the client, which refresh
+	// would otherwise drop.
+	relist atomic.Bool
+	// refreshMu keeps re-lists in order, so an older list never replaces a
+	// newer one.
+	refreshMu sync.Mutex
 }
 
 func (c *conn) snapshot() ([]Tool, ServerStatus) {
@@ -83,6 +90,9 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 			c.status.Restarts++
 		}
 		c.mu.Unlock()
+		if c.relist.Swap(false) {
+			go c.refresh(ctx, cl)
+		}
 		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateUp, "" })
 		log.Info("server up", "tools", len(tools))
 		once()
@@ -156,13 +166,21 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// startTimeout bounds a server's start (spawn, initialize, first
+// tools/list) when its call timeout is shorter: a start may have to
+// download the server first (npx -y), which no per-call timeout foresees.
+const startTimeout = DefaultTimeout
+
 // connect starts the server, runs the handshake and lists its tools. stop
 // closes the client and reaps the child's whole process group.
 func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(), err error) {
-	// The child lives as long as this ctx: Start's ctx must outlive the
-	// handshake, and cancelling it after Close sweeps the process group.
-	life, cancelLife := context.WithCancel(ctx)
-	tr, err := c.transport(life)
+	// The child lives as long as life: Start's ctx must outlive the
+	// handshake. life does not end with ctx, so that stop can close the
+	// client first (stdin closed: a clean exit) and only then, by
+	// cancelling life, sweep the process group.
+	life, cancelLife := context.WithCancel(context.WithoutCancel(ctx))
+	var child *exec.Cmd // set by the stdio transport inside cl.Start
+	tr, err := c.transport(func(cmd *exec.Cmd) { child = cmd })
 	if err != nil {
 		cancelLife()
 		return nil, nil, nil, err
@@ -181,7 +199,26 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 	if err := cl.Start(life); err != nil {
 		return nil, nil, nil, fmt.Errorf("start: %w", err)
 	}
-	ictx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	if child != nil && child.Process != nil {
+		// The child leads its own process group; once stop has closed the
+		// client (and so reaped the child), kill what it left behind.
+		// child.Process is read here, after cl.Start returned on this
+		// goroutine, never by the sweeper while cmd.Start may write it.
+		pgid := child.Process.Pid
+		go func() {
+			<-life.Done()
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}()
+	}
+	c.relist.Store(false)
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			c.relist.Store(true)
+			// Never list on the read loop: the answer would wait behind us.
+			go c.refresh(ctx, cl)
+		}
+	})
+	ictx, cancel := context.WithTimeout(ctx, max(c.srv.Timeout, startTimeout))
 	defer cancel()
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
@@ -193,17 +230,13 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cl.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			// Never list on the read loop: the answer would wait behind us.
-			go c.refresh(ctx, cl)
-		}
-	})
 	return cl, tools, stop, nil
 }
 
 // refresh re-lists the tools after the server said they changed.
 func (c *conn) refresh(ctx context.Context, cl *client.Client) {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
 	defer cancel()
 	tools, err := c.listTools(lctx, cl)
@@ -307,7 +340,8 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 }
 
 // transport builds the client transport the entry asks for.
-func (c *conn) transport(life context.Context) (transport.Interface, error) {
+// started is given a stdio child's command before the transport starts it.
+func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	s := c.srv
 	switch s.Transport {
 	case TransportHTTP:
@@ -340,13 +374,7 @@ func (c *conn) transport(life context.Context) (transport.Interface, error) {
 			// Its own process group, so that stopping it also stops what it
 			// spawned (npx starts node, which may start more).
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			go func() {
-				// After Close has reaped the child, sweep its group.
-				<-life.Done()
-				if cmd.Process != nil {
-					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				}
-			}()
+			started(cmd)
 			return cmd, nil
 		}),
 		transport.WithCommandStderrWriter(stderr),

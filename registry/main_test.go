@@ -1,0 +1,141 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/internal/exampleserver"
+)
+
+// The test binary doubles as the downstream servers the runtime tests start:
+// with childEnv set it serves MCP on stdin and stdout instead of running the
+// tests. The values:
+//
+//	"1"            the example server with its test tools (echo, sleep, crash, big)
+//	"listchanged"  a tiny server with tool "first" that adds tool "second"
+//	               after the first tools/list, delayed by childDelayEnv
+//	"idle"         no MCP at all: write the pid and wait to be killed (the
+//	               grandchild of the process-group test)
+//
+// Other variables shape what a child does:
+//
+//	childPidDirEnv      write <dir>/<pid> at start and <dir>/<pid>.clean after
+//	                    a clean stop (stdin closed)
+//	childStderrEnv      print this line to stderr at start
+//	childGrandchildEnv  start an "idle" grandchild in the same process group
+//	childNotesEnv       the example server's notes file
+//	childGateEnv        wait until this file exists before serving (a slow start)
+const (
+	childEnv           = "QUIVER_REGISTRY_TEST_SERVER"
+	childPidDirEnv     = "QUIVER_REGISTRY_TEST_PIDDIR"
+	childStderrEnv     = "QUIVER_REGISTRY_TEST_STDERR"
+	childGrandchildEnv = "QUIVER_REGISTRY_TEST_GRANDCHILD"
+	childNotesEnv      = "QUIVER_REGISTRY_TEST_NOTES"
+	childDelayEnv      = "QUIVER_REGISTRY_TEST_DELAY"
+	childGateEnv       = "QUIVER_REGISTRY_TEST_GATE"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	// A child built with -race sleeps a second before it exits (the race
+	// runtime's atexit_sleep_ms), which would make every Close slow.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	os.Exit(m.Run())
+}
+
+func runChild(mode string) int {
+	dir := os.Getenv(childPidDirEnv)
+	if dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), nil, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 1
+		}
+	}
+	if line := os.Getenv(childStderrEnv); line != "" {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	if os.Getenv(childGrandchildEnv) == "1" {
+		gc := exec.Command(os.Args[0])
+		gc.Env = append(os.Environ(), childEnv+"=idle", childGrandchildEnv+"=")
+		if err := gc.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "child: start grandchild:", err)
+			return 1
+		}
+		// Not waited for: it must outlive this process unless someone
+		// sweeps the group.
+	}
+	if gate := os.Getenv(childGateEnv); gate != "" {
+		for {
+			if _, err := os.Stat(gate); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	ctx := context.Background()
+	var err error
+	switch mode {
+	case "1":
+		err = exampleserver.Serve(ctx, exampleserver.Options{NotesFile: os.Getenv(childNotesEnv), TestTools: true}, os.Stdin, os.Stdout)
+	case "listchanged":
+		err = serveListChanged(ctx)
+	case "idle":
+		time.Sleep(time.Minute) // bounded, so a failed test leaks nothing for long
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "child: unknown mode %q\n", mode)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	if dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())+".clean"), nil, 0o644)
+	}
+	return 0
+}
+
+// serveListChanged serves tool "first" and, once the first tools/list has
+// been answered and childDelayEnv has passed, adds tool "second"; AddTool
+// broadcasts notifications/tools/list_changed. With a delay of 0 the tool is
+// added inside the hook, so the notification races the list's answer.
+func serveListChanged(ctx context.Context) error {
+	delay, _ := time.ParseDuration(os.Getenv(childDelayEnv))
+	hooks := &server.Hooks{}
+	s := server.NewMCPServer("listchanged", "1", server.WithToolCapabilities(true), server.WithHooks(hooks))
+	answer := func(text string) server.ToolHandlerFunc {
+		return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(text), nil
+		}
+	}
+	var once sync.Once
+	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
+		once.Do(func() {
+			add := func() {
+				s.AddTool(mcp.NewToolWithRawSchema("second", "Added later.", []byte(`{"type":"object","description":"late"}`)), answer("second"))
+			}
+			if delay <= 0 {
+				add()
+				return
+			}
+			time.AfterFunc(delay, add)
+		})
+	})
+	s.AddTool(mcp.NewToolWithRawSchema("first", "There from the start.", []byte(`{"type":"object"}`)), answer("first"))
+	return server.NewStdioServer(s).Listen(ctx, os.Stdin, os.Stdout)
+}
