@@ -11,7 +11,9 @@ import (
 // by '_', and at most max characters. A longer name keeps a readable stem
 // and ends with '_' and 8 hex digits of the SHA-256 of the full name, so the
 // same tool always gets the same short name and two long names that share a
-// stem still differ.
+// stem still differ. A max of 0 or less means DefaultMaxNameLen; a max
+// below 16 (which servers.yaml refuses) is taken as 16, the least that
+// leaves room for a stem and the hash.
 func ExposedName(prefix, tool string, max int) string {
 	full := tool
 	if prefix != "" {
@@ -20,6 +22,9 @@ func ExposedName(prefix, tool string, max int) string {
 	clean := sanitize(full)
 	if max <= 0 {
 		max = DefaultMaxNameLen
+	}
+	if max < minNameLen {
+		max = minNameLen
 	}
 	if len(clean) <= max {
 		// Sanitizing may make two raw names collide ("a.b" and "a_b"); the
@@ -30,6 +35,10 @@ func ExposedName(prefix, tool string, max int) string {
 	suffix := "_" + hex.EncodeToString(sum[:4])
 	return strings.TrimRight(clean[:max-len(suffix)], "_-") + suffix
 }
+
+// minNameLen is the least max_name_len: a 7-character stem, '_' and the
+// 8-digit hash.
+const minNameLen = 16
 
 func sanitize(s string) string {
 	var b strings.Builder

@@ -190,19 +190,24 @@ func (r *Registry) build() *Catalog {
 	gen := r.gen
 	r.mu.Unlock()
 	cat := &Catalog{Gen: gen, byName: map[string]int{}}
-	owner := map[string]string{}
+	owner := map[string]Tool{}
 	for _, c := range r.conns {
 		tools, status := c.snapshot()
 		for _, t := range tools {
 			t.Exposed = ExposedName(c.srv.Prefix, t.Name, r.cfg.Surface.MaxNameLen)
 			t.Server, t.Keywords = c.srv.Name, c.srv.Keywords
 			if prev, dup := owner[t.Exposed]; dup {
+				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", c.srv.Name)
+				if prev.Server == c.srv.Name {
+					// No prefix separates two tools of one server.
+					advice = fmt.Sprintf("server %q names them alike once names are limited to [A-Za-z0-9_-]; ask its authors to rename one", c.srv.Name)
+				}
 				cat.Problems = append(cat.Problems, fmt.Sprintf(
-					"tool %q of server %q and %s both become %q; the second is left out: give server %q another prefix in servers.yaml",
-					t.Name, c.srv.Name, prev, t.Exposed, c.srv.Name))
+					"tool %q of server %q and tool %q of server %q both become %q; the second is left out: %s",
+					t.Name, c.srv.Name, prev.Name, prev.Server, t.Exposed, advice))
 				continue
 			}
-			owner[t.Exposed] = fmt.Sprintf("tool %q of server %q", t.Name, c.srv.Name)
+			owner[t.Exposed] = t
 			cat.byName[t.Exposed] = len(cat.Tools)
 			cat.Tools = append(cat.Tools, t)
 		}

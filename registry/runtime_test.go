@@ -444,3 +444,30 @@ func TestListChangedDuringTheFirstListIsNotLost(t *testing.T) {
 		return true
 	})
 }
+
+func TestCollidingServersAreReportedNotOverwritten(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, "servers:\n"+exampleServer("a", "", `prefix: ""`)+exampleServer("b", "", `prefix: ""`), nil, Options{})
+	h.ready()
+	eventually(t, 10*time.Second, "both servers up", func() bool {
+		a, _ := h.reg.Catalog().Status("a")
+		b, _ := h.reg.Catalog().Status("b")
+		return a.State == StateUp && b.State == StateUp
+	})
+	cat := h.reg.Catalog()
+	a, _ := cat.Status("a")
+	if len(cat.Tools) != a.Tools || len(cat.Problems) != a.Tools {
+		t.Fatalf("%d tools and %d problems; want each of a's %d tools once and one problem per tool of b", len(cat.Tools), len(cat.Problems), a.Tools)
+	}
+	for _, tool := range cat.Tools {
+		if tool.Server != "a" {
+			t.Errorf("%s belongs to %q; the first server keeps the name", tool.Exposed, tool.Server)
+		}
+	}
+	if p := cat.Problems[0]; !strings.Contains(p, `server "a"`) || !strings.Contains(p, `server "b"`) || !strings.Contains(p, "another prefix") {
+		t.Errorf("problem %q", p)
+	}
+	eventually(t, 5*time.Second, "the problems logged", func() bool {
+		return len(h.logs.find("catalog: ")) == len(cat.Problems)
+	})
+}
