@@ -92,6 +92,9 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	policy := sec.Policy
+	if len(policy.AllowedDirs) > 0 || policy.OutsideFence != "" {
+		return nil, fmt.Errorf("%w: policy.allowed_dirs and policy.outside_fence belong under fence: (fence.allowed_dirs, fence.outside_fence)", registry.ErrInvalidConfig)
+	}
 	policy.AllowedDirs = sec.Fence.AllowedDirs
 	policy.OutsideFence = sec.Fence.OutsideFence
 	policy.StateDir = opts.StateDir
