@@ -47,11 +47,12 @@ type options struct {
 	descCap      int
 	descDistinct bool
 
-	describeThings bool    // replace paths, URLs, addresses in queries by their kind
-	serverBoost    float64 // query term naming a server: extra clause on the server field
-	serverShare    float64 // ... when at least this share of the entries with the term have it as server
-	relatedWeight  float64 // weight of a related synonym's term
-	typoWeight     float64 // weight of a typo-corrected term; 0 disables correction
+	describeThings  bool    // replace paths, URLs, addresses in queries by their kind
+	serverBoost     float64 // query term naming a server: extra clause on the server field
+	serverShare     float64 // ... when at least this share of the entries with the term have it as server
+	relatedWeight   float64 // weight of a related synonym's term
+	relatedMaxShare float64 // ... only if at most this share of entries have it
+	typoWeight      float64 // weight of a typo-corrected term; 0 disables correction
 
 	rerankDepth  int     // candidates taken from bluge for reranking
 	domainWeight float64 // server-domain prior, as a share of the best bluge score
@@ -67,14 +68,15 @@ func defaultOptions() options {
 		},
 		k1: 2, b: 0.75,
 		descCap: 60, descDistinct: true,
-		describeThings: true,
-		serverBoost:    5,
-		serverShare:    0.5,
-		relatedWeight:  0.3,
-		typoWeight:     0.8,
-		rerankDepth:    50,
-		domainWeight:   0.2,
-		weakCoverage:   0.5,
+		describeThings:  true,
+		serverBoost:     5,
+		serverShare:     0.5,
+		relatedWeight:   0.3,
+		relatedMaxShare: 0.05,
+		typoWeight:      0.8,
+		rerankDepth:     20,
+		domainWeight:    0.2,
+		weakCoverage:    0.3,
 	}
 }
 
@@ -510,7 +512,9 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 			continue
 		}
 		for _, r := range vocab.related[qt.term] {
-			if !inQuery[r] {
+			// A related word on most entries ("get", "list") adds little
+			// but costs a long postings walk.
+			if !inQuery[r] && float64(ix.df[r]) <= ix.opts.relatedMaxShare*float64(ix.docs) {
 				add(r, qt.weight*ix.opts.relatedWeight)
 			}
 		}

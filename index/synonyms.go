@@ -46,6 +46,8 @@ var synonymGroups = []synonymGroup{
 	{true, []string{"organization", "org", "organisation"}},
 	{true, []string{"sms", "text message"}},
 	{true, []string{"url", "uri", "link"}},
+	{true, []string{"todo", "to do", "todos"}},
+	{true, []string{"search", "look up", "lookup"}},
 
 	// Near enough to help recall.
 	{false, []string{"list", "show", "get", "fetch", "retrieve", "view", "display", "ls"}},
@@ -53,7 +55,7 @@ var synonymGroups = []synonymGroup{
 	{false, []string{"delete", "erase", "destroy", "drop", "purge", "clear"}},
 	{false, []string{"page", "url", "website", "site", "webpage", "web"}},
 	{false, []string{"screenshot", "capture", "snapshot"}},
-	{false, []string{"search", "find", "query", "lookup", "locate", "grep"}},
+	{false, []string{"search", "find", "query", "locate", "grep"}},
 	{false, []string{"update", "edit", "modify", "change", "patch", "set"}},
 	{false, []string{"run", "execute", "exec", "invoke", "launch"}},
 	{false, []string{"start", "begin", "launch", "open"}},

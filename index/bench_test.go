@@ -1,0 +1,149 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+)
+
+// syntheticCatalog grows the real catalog to n entries by copying it under
+// new server names ("github" -> "github-3"), so term statistics stay those
+// of real tools while the index grows like a big installation's.
+func syntheticCatalog(tb testing.TB, n int) []Entry {
+	tb.Helper()
+	base := testCatalog(tb)
+	out := make([]Entry, 0, n)
+	for copyNo := 0; len(out) < n; copyNo++ {
+		for _, e := range base {
+			if len(out) == n {
+				break
+			}
+			if copyNo > 0 {
+				srv := fmt.Sprintf("%s-%d", e.Server, copyNo)
+				e.Name = srv + "__" + toolPart(e)
+				e.Server = srv
+				e.Keywords = []string{srv}
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// latencies runs search over the dev queries b.N times in total and returns
+// the per-search durations, sorted.
+func latencies(b *testing.B, qs []evalQuery, search func(string) error) []time.Duration {
+	b.Helper()
+	durs := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		q := qs[i%len(qs)].Query
+		start := time.Now()
+		if err := search(q); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	return durs
+}
+
+func percentile(durs []time.Duration, p float64) float64 {
+	if len(durs) == 0 {
+		return 0
+	}
+	i := int(float64(len(durs)-1) * p)
+	return float64(durs[i].Microseconds()) / 1000
+}
+
+// benchSearch measures quiver's Search and plain bluge's on the same
+// entries and queries, and reports quiver's p50/p99 and the p99 ratio.
+func benchSearch(b *testing.B, entries []Entry) {
+	qs := testQueries(b)
+	ix, err := Build(entries)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ix.Close()
+	base, err := buildBaseline(entries)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer base.reader.Close()
+	ctx := context.Background()
+
+	b.ResetTimer()
+	qd := latencies(b, qs, func(text string) error {
+		_, err := ix.Search(ctx, Query{Text: text})
+		return err
+	})
+	b.StopTimer()
+	bd := latencies(b, qs, func(text string) error {
+		_, err := base.search(text, defaultLimit)
+		return err
+	})
+	b.ReportMetric(percentile(qd, 0.5), "p50-ms")
+	b.ReportMetric(percentile(qd, 0.99), "p99-ms")
+	b.ReportMetric(percentile(bd, 0.99), "bluge-p99-ms")
+	if p := percentile(bd, 0.99); p > 0 {
+		b.ReportMetric(percentile(qd, 0.99)/p, "p99-ratio")
+	}
+}
+
+// BenchmarkSearch: the real 1,715-tool catalog; target p99 < 1 ms.
+func BenchmarkSearch(b *testing.B) {
+	benchSearch(b, testCatalog(b))
+}
+
+// BenchmarkSearch10k: a 10,000-tool catalog; target p99 < 5 ms.
+func BenchmarkSearch10k(b *testing.B) {
+	benchSearch(b, syntheticCatalog(b, 10000))
+}
+
+// BenchmarkBuild10k: a full rebuild of a 10,000-tool catalog (what a
+// catalog change costs); target < 500 ms. The baseline builds plain bluge.
+func BenchmarkBuild10k(b *testing.B) {
+	entries := syntheticCatalog(b, 10000)
+	var baseDur time.Duration
+	for i := 0; i < b.N; i++ {
+		ix, err := Build(entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix.Close()
+	}
+	b.StopTimer()
+	start := time.Now()
+	base, err := buildBaseline(entries)
+	if err != nil {
+		b.Fatal(err)
+	}
+	baseDur = time.Since(start)
+	base.reader.Close()
+	b.ReportMetric(float64(baseDur.Milliseconds()), "bluge-build-ms")
+}
+
+// BenchmarkHeap10k reports the live heap a 10,000-tool index holds (the
+// entries themselves excluded); target < 100 MiB.
+func BenchmarkHeap10k(b *testing.B) {
+	entries := syntheticCatalog(b, 10000)
+	var ms runtime.MemStats
+	var mib float64
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		ix, err := Build(entries)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		mib = float64(ms.HeapAlloc-before) / (1 << 20)
+		runtime.KeepAlive(ix)
+		ix.Close()
+	}
+	b.ReportMetric(mib, "heap-MiB")
+}

@@ -1,0 +1,339 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestAnalyzer(t *testing.T) {
+	a := &analyzer{}
+	cases := []struct {
+		name, in string
+		want     []string
+	}{
+		{"snake case and server prefix", "github__create_issue", []string{"github", "creat", "issu"}},
+		{"camelCase and acronyms", "getHTTPResponseV2", []string{"get", "http", "respons"}},
+		{"dots and dashes", "slack.postMessage list-pull-requests", []string{"slack", "post", "messag", "list", "pullrequest"}},
+		{"synonyms fold", "open a ticket in the repo", []string{"open", "issu", "repositori"}},
+		{"phrase synonym", "merge requests", []string{"pullrequest"}},
+		{"short mixed words stay whole", "k8s pod logs", []string{"kubernet", "pod", "log"}},
+		{"numbers and single letters dropped", "TwilioApiV2010--CreateMessage", []string{"twilio", "api", "creat", "messag"}},
+		{"stop and filler words dropped", "please show me the folder", []string{"show", "directori"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := a.terms(c.in); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("terms(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestDescribeThings(t *testing.T) {
+	cases := map[string]string{
+		"tail /var/log/app.log":         "tail file path ",
+		"mail jane@acme.com the report": "mail  email address  the report",
+		"what changed on example.com":   "what changed on  url ",
+		"post to #general":              "post to channel ",
+		"open notes.txt":                "open  file txt ",
+	}
+	for in, want := range cases {
+		if got := describeThings(in); got != want {
+			t.Errorf("describeThings(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParamsFromSchema(t *testing.T) {
+	raw := json.RawMessage(`{"type":"object","properties":{
+		"repo":{"type":"string","description":"Repository name"},
+		"options":{"type":"object","properties":{"depth":{"description":"How deep"}}},
+		"files":{"type":"array","items":{"type":"object","properties":{"path":{}}}}}}`)
+	want := []Param{
+		{Name: "files"}, {Name: "files.path"},
+		{Name: "options"}, {Name: "options.depth", Description: "How deep"},
+		{Name: "repo", Description: "Repository name"},
+	}
+	if got := ParamsFromSchema(raw); !reflect.DeepEqual(got, want) {
+		t.Errorf("ParamsFromSchema = %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"", "{", "[]", "null", `{"properties":7}`} {
+		if got := ParamsFromSchema(json.RawMessage(bad)); got != nil {
+			t.Errorf("ParamsFromSchema(%q) = %+v, want nil", bad, got)
+		}
+	}
+}
+
+// smallCatalog is a hand-written catalog covering every kind.
+func smallCatalog() []Entry {
+	return []Entry{
+		{Name: "search_tools", Kind: KindCore, Description: "Search the tools, skills and references quiver knows."},
+		{Name: "read_file", Kind: KindCore, Description: "Read a file inside the allowed roots.", Params: []Param{{Name: "path"}}},
+		{Name: "github__create_issue", Kind: KindMCP, Server: "github", Keywords: []string{"github"}, Description: "Create a new issue in a GitHub repository"},
+		{Name: "github__list_issues", Kind: KindMCP, Server: "github", Keywords: []string{"github"}, Description: "List issues in a GitHub repository with filtering options", ReadOnly: true},
+		{Name: "gitlab__create_issue", Kind: KindMCP, Server: "gitlab", Keywords: []string{"gitlab"}, Description: "Create a new issue in a GitLab project"},
+		{Name: "puppeteer__puppeteer_screenshot", Kind: KindMCP, Server: "puppeteer", Keywords: []string{"puppeteer"}, Description: "Take a screenshot of the current page or a specific element"},
+		{Name: "slack__slack_post_message", Kind: KindMCP, Server: "slack", Keywords: []string{"slack"}, Description: "Post a new message to a Slack channel"},
+		{Name: "release-notes", Kind: KindSkill, Title: "Writing release notes", Description: "How to write release notes for a pipeline release.", Keywords: []string{"changelog"}, Headings: []string{"Structure", "Tone"}, Path: "skills/release-notes/SKILL.md"},
+		{Name: "nf-core-lint", Kind: KindReference, Title: "nf-core lint reference", Description: "Every lint test and how to fix it.", Headings: []string{"files_exist", "schema_lint"}, Path: "skills/lint/REFERENCE.md"},
+	}
+}
+
+func buildSmall(t *testing.T) *Index {
+	t.Helper()
+	ix, err := Build(smallCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ix.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ix
+}
+
+func names(res Result) []string {
+	out := make([]string, len(res.Hits))
+	for i, h := range res.Hits {
+		out[i] = h.Entry.Name
+	}
+	return out
+}
+
+func TestSearch(t *testing.T) {
+	ix := buildSmall(t)
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		q     Query
+		first string
+	}{
+		{"synonym", Query{Text: "open a ticket"}, "github__create_issue"},
+		{"named service wins", Query{Text: "new issue in gitlab"}, "gitlab__create_issue"},
+		{"typo", Query{Text: "screenshto of the page"}, "puppeteer__puppeteer_screenshot"},
+		{"kinds filter", Query{Text: "release notes", Kinds: []Kind{KindSkill}}, "release-notes"},
+		{"headings", Query{Text: "schema lint", Kinds: []Kind{KindReference}}, "nf-core-lint"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := ix.Search(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) == 0 || res.Hits[0].Entry.Name != c.first {
+				t.Fatalf("Search(%q) = %v, want %s first", c.q.Text, names(res), c.first)
+			}
+			if res.Weak {
+				t.Errorf("Search(%q) is weak, want confident", c.q.Text)
+			}
+		})
+	}
+}
+
+func TestSearchKinds(t *testing.T) {
+	ix := buildSmall(t)
+	res, err := ix.Search(context.Background(), Query{Text: "create issue read file release", Kinds: []Kind{KindCore, KindMCP}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 {
+		t.Fatal("no hits")
+	}
+	for _, h := range res.Hits {
+		if h.Entry.Kind != KindCore && h.Entry.Kind != KindMCP {
+			t.Errorf("hit %s of kind %s, want core or mcp only", h.Entry.Name, h.Entry.Kind)
+		}
+	}
+}
+
+func TestSearchSkillEntry(t *testing.T) {
+	ix := buildSmall(t)
+	res, err := ix.Search(context.Background(), Query{Text: "changelog tone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 {
+		t.Fatal("no hits")
+	}
+	h := res.Hits[0].Entry
+	if h.Name != "release-notes" || h.Kind != KindSkill || h.Path != "skills/release-notes/SKILL.md" {
+		t.Errorf("first hit = %+v, want the release-notes skill with its path", h)
+	}
+}
+
+func TestSearchLimit(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, c := range []struct{ limit, want int }{{0, 5}, {-1, 5}, {3, 3}, {50, 10}} {
+		res, err := ix.Search(context.Background(), Query{Text: "list files", Limit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != c.want {
+			t.Errorf("Limit %d gave %d hits, want %d", c.limit, len(res.Hits), c.want)
+		}
+	}
+}
+
+func TestWeak(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	cases := []struct {
+		text string
+		weak bool
+	}{
+		{"", true},
+		{"the of and", true},
+		{"zzqx vbnmw", true},
+		{"water the garden plants on the balcony", true},
+		{"create a github issue", false},
+		{"list kubernetes pods", false},
+	}
+	for _, c := range cases {
+		res, err := ix.Search(context.Background(), Query{Text: c.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Weak != c.weak {
+			t.Errorf("Search(%q).Weak = %v, want %v (hits %v)", c.text, res.Weak, c.weak, names(res))
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	ix := buildSmall(t)
+	cases := []struct {
+		text  string
+		kinds []Kind
+		first string
+	}{
+		{"github__create_isue", nil, "github__create_issue"},
+		{"create_issue", nil, "github__create_issue"},
+		{"issue_create", []Kind{KindMCP}, "github__create_issue"},
+		{"slack_post_msg", nil, "slack__slack_post_message"},
+		{"read_fil", []Kind{KindCore}, "read_file"},
+		{"release_notes", []Kind{KindSkill}, "release-notes"},
+	}
+	for _, c := range cases {
+		got := ix.Closest(c.text, 3, c.kinds...)
+		if len(got) == 0 || got[0] != c.first {
+			t.Errorf("Closest(%q) = %v, want %s first", c.text, got, c.first)
+		}
+		if len(got) > 3 {
+			t.Errorf("Closest(%q) returned %d names, want at most 3", c.text, len(got))
+		}
+	}
+	if got := ix.Closest("x", 0); got != nil {
+		t.Errorf("Closest with n=0 = %v, want nil", got)
+	}
+	for _, n := range ix.Closest("create", 20, KindMCP) {
+		for _, e := range smallCatalog() {
+			if e.Name == n && e.Kind != KindMCP {
+				t.Errorf("Closest kinds filter let %s (%s) through", n, e.Kind)
+			}
+		}
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	if _, err := Build([]Entry{{Name: "a"}, {Name: "a"}}); err == nil {
+		t.Error("duplicate names: no error")
+	}
+	if _, err := Build([]Entry{{Name: ""}}); err == nil {
+		t.Error("empty name: no error")
+	}
+	ix, err := Build(nil)
+	if err != nil {
+		t.Fatalf("empty catalog: %v", err)
+	}
+	defer ix.Close()
+	if res, err := ix.Search(context.Background(), Query{Text: "anything"}); err != nil || len(res.Hits) != 0 || !res.Weak {
+		t.Errorf("empty index search = %+v, %v; want no hits, weak", res, err)
+	}
+	if ix.Len() != 0 || ix.Closest("x", 3) != nil {
+		t.Error("empty index: Len or Closest not empty")
+	}
+}
+
+// TestConcurrentSearchAndSwap searches from several goroutines while new
+// indexes are built and swapped in and old ones closed, as proxy does on a
+// catalog change. Run with -race.
+func TestConcurrentSearchAndSwap(t *testing.T) {
+	entries := testCatalog(t)
+	first, err := Build(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An index is closed only after every search that loaded it is done:
+	// the caller's duty, done here with a reference count per index.
+	type handle struct {
+		ix   *Index
+		refs sync.WaitGroup
+	}
+	var cur atomic.Pointer[handle]
+	var mu sync.Mutex // orders acquire against swap
+	cur.Store(&handle{ix: first})
+	acquire := func() *handle {
+		mu.Lock()
+		defer mu.Unlock()
+		h := cur.Load()
+		h.refs.Add(1)
+		return h
+	}
+
+	queries := []string{"create a github issue", "k8s pod logs", "screenshot the page", "send slack message"}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				h := acquire()
+				res, err := h.ix.Search(context.Background(), Query{Text: queries[(g+i)%len(queries)]})
+				if err == nil && len(res.Hits) == 0 {
+					t.Errorf("no hits for %q", queries[(g+i)%len(queries)])
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				_ = h.ix.Closest("create_isue", 3)
+				h.refs.Done()
+			}
+		}(g)
+	}
+	for round := 0; round < 2; round++ {
+		next, err := Build(entries[round*100:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		old := cur.Swap(&handle{ix: next})
+		mu.Unlock()
+		old.refs.Wait()
+		if err := old.ix.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err := cur.Load().ix.Close(); err != nil {
+		t.Error(err)
+	}
+}
