@@ -1,13 +1,36 @@
 package registry
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
-// Redact replaces every known secret value in s with [redacted:VAR].
+// credentialShapes are well-known forms of secrets that quiver hides even
+// when it was never told about them: a downstream server that echoes a
+// token must not put it in front of the model or into the logs.
+var credentialShapes = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"private-key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
+	{"github-token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})\b`)},
+	{"aws-access-key", regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`)},
+	{"slack-token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`)},
+	{"anthropic-key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}\b`)},
+	{"openai-key", regexp.MustCompile(`\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b`)},
+	{"bearer-token", regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}`)},
+}
+
+// Redact replaces every known secret value in s with [redacted:VAR] and
+// every well-known credential shape with [redacted:KIND].
 func Redact(s string, secrets []Secret) string {
 	for _, sec := range secrets {
 		if len(sec.Value) >= 4 && strings.Contains(s, sec.Value) {
 			s = strings.ReplaceAll(s, sec.Value, "[redacted:"+sec.Var+"]")
 		}
+	}
+	for _, c := range credentialShapes {
+		s = c.re.ReplaceAllString(s, "[redacted:"+c.name+"]")
 	}
 	return s
 }
