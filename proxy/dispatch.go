@@ -35,6 +35,11 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 		return res, nil
 	case builtin.CallToolName:
 		return builtin.Call(ctx, caller{s, ss, req.Params.Meta}, rawArgs(req)), nil
+	case builtin.ReadFileName:
+		res := builtin.ReadFile(ctx, s.skills, files{s, ss}, rawArgs(req))
+		return bound(res, s.cfg.Surface.MaxResultBytes, s.cfg.Secrets), nil
+	case builtin.RequestCapabilityName:
+		return builtin.RequestCapability(ctx, capabilities{s, ss}, rawArgs(req)), nil
 	}
 	return builtin.Refusal(gate.CodeUnknownTool, fmt.Sprintf("quiver has no builtin %q.", req.Params.Name)), nil
 }
@@ -65,27 +70,69 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 		call.Closest = st.ix.Closest(name, 3, index.KindMCP)
 	}
 	d := s.gate.Evaluate(ctx, call)
+	id := s.record(ctx, ss.id, name, args, d)
+	if d.Verdict == gate.Ask {
+		d = s.approve(ctx, ss, call, d, id)
+	}
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
 		log.Info("call refused", "reason", d.Reason)
-		return builtin.Refusal(d.Code, d.Reason)
+		return builtin.Refusal(d.Code, registry.Redact(d.Reason, s.cfg.Secrets))
 	}
+	s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordStart(ctx, id) })
 	res, err := s.reg.Call(ctx, name, d.Args, meta)
 	if err != nil {
-		log.Warn("call failed", "err", err)
-		code := "error.downstream"
+		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg.Secrets))
+		code, outcome := "error.downstream", gate.OutcomeError
 		switch {
 		case errors.Is(err, registry.ErrServerDown):
 			code = "error.server_down"
+			if d.Class != gate.ClassRead {
+				// It may have run: say so, and never retry it.
+				outcome = gate.OutcomeUnknown
+			}
 		case errors.Is(err, context.DeadlineExceeded):
-			code = "error.timeout"
+			code, outcome = "error.timeout", gate.OutcomeUnknown
 		case errors.Is(err, context.Canceled):
-			code = "error.cancelled"
+			code, outcome = "error.cancelled", gate.OutcomeCancelled
 		}
-		return builtin.Refusal(code, registry.Redact(err.Error(), s.cfg.Secrets))
+		s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(context.WithoutCancel(ctx), id, outcome, code) })
+		reason := registry.Redact(err.Error(), s.cfg.Secrets)
+		if outcome == gate.OutcomeUnknown {
+			reason += "; it may or may not have taken effect: check before calling it again"
+		}
+		return builtin.Refusal(code, reason)
 	}
+	outcome := gate.OutcomeOK
+	if res.IsError {
+		outcome = gate.OutcomeError
+	}
+	s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(context.WithoutCancel(ctx), id, outcome, "") })
 	log.Debug("call done", "is_error", res.IsError)
-	return res
+	return bound(res, s.cfg.Surface.MaxResultBytes, s.cfg.Secrets)
+}
+
+// record writes the decision to the ledger and returns the call's id there
+// (0 without a ledger).
+func (s *Server) record(ctx context.Context, session, tool string, args json.RawMessage, d gate.Decision) int64 {
+	if s.ledger == nil {
+		return 0
+	}
+	id, err := s.ledger.RecordDecision(ctx, session, tool, args, d)
+	if err != nil {
+		s.log.Error("ledger: recording a decision failed", "tool", tool, "err", err)
+	}
+	return id
+}
+
+// mark records a later stage of a recorded call.
+func (s *Server) mark(ctx context.Context, id int64, f func(*gate.Ledger) error) {
+	if s.ledger == nil || id == 0 {
+		return
+	}
+	if err := f(s.ledger); err != nil {
+		s.log.Error("ledger: recording a call stage failed", "call", id, "err", err)
+	}
 }
 
 // gateTool gives the gate the facts it needs about a catalog tool.

@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,6 +21,7 @@ import (
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/index"
 	"github.com/quiver-mcp/quiver/registry"
+	"github.com/quiver-mcp/quiver/skills"
 )
 
 // Options tune a Server. The zero value works.
@@ -39,9 +42,11 @@ type Options struct {
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
 // surfaces, and forwards calls that the gate allows.
 type Server struct {
-	cfg  *registry.Config
-	reg  *registry.Registry
-	gate *gate.Gate
+	cfg    *registry.Config
+	reg    *registry.Registry
+	gate   *gate.Gate
+	ledger *gate.Ledger // nil without a state dir
+	skills *skills.Library
 	mcp  *server.MCPServer
 	log  *slog.Logger
 	opts Options
@@ -98,13 +103,35 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	policy.AllowedDirs = sec.Fence.AllowedDirs
 	policy.OutsideFence = sec.Fence.OutsideFence
 	policy.StateDir = opts.StateDir
-	g, err := gate.New(policy)
+	var ledger *gate.Ledger
+	var gopts []gate.Option
+	if opts.StateDir != "" {
+		l, err := gate.OpenLedger(context.Background(), filepath.Join(opts.StateDir, "ledger.db"))
+		if err != nil {
+			return nil, fmt.Errorf("open the ledger: %w", err)
+		}
+		if n := l.Recovered(); n > 0 {
+			opts.Logger.Warn("calls that were running when quiver last stopped are recorded as outcome_unknown; they were not retried (see quiver audit)", "calls", n)
+		}
+		ledger = l
+		gopts = append(gopts, gate.WithLedger(l))
+	}
+	g, err := gate.New(policy, gopts...)
 	if err != nil {
+		if ledger != nil {
+			ledger.Close()
+		}
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
+	}
+	lib, errs := skills.Load(cfg.Skills.Dirs)
+	for _, err := range errs {
+		opts.Logger.Warn("skill not loaded", "err", err)
 	}
 	s := &Server{
 		cfg:      cfg,
 		gate:     g,
+		ledger:   ledger,
+		skills:   lib,
 		log:      opts.Logger,
 		opts:     opts,
 		changes:  make(chan *registry.Catalog, 1),
@@ -169,6 +196,9 @@ func (s *Server) Close() error {
 	err := s.reg.Close()
 	if st := s.state.Load(); st != nil {
 		_ = st.ix.Close()
+	}
+	if s.ledger != nil {
+		err = errors.Join(err, s.ledger.Close())
 	}
 	return err
 }
@@ -251,7 +281,7 @@ func (s *Server) rebuildLoop(ctx context.Context) {
 // install builds the index and the listed definitions for cat, swaps them
 // in, registers the tools with mcp-go, and tells sessions whose list changed.
 func (s *Server) install(cat *registry.Catalog) {
-	entries := builtinEntries(s.cfg.Surface.Reveal)
+	entries := append(builtinEntries(s.cfg.Surface.Reveal), s.skillEntries()...)
 	tools := map[string]mcp.Tool{}
 	for _, t := range builtinTools(s.cfg.Surface.Reveal) {
 		tools[t.Name] = t
@@ -304,11 +334,13 @@ func alwaysLoad() *mcp.Meta {
 	return &mcp.Meta{AdditionalFields: map[string]any{"anthropic/alwaysLoad": true}}
 }
 
+// builtinTools are quiver's own tools, in the fixed order they are listed.
 func builtinTools(reveal string) []mcp.Tool {
 	out := []mcp.Tool{builtin.SearchToolsTool()}
 	if reveal != registry.RevealList {
 		out = append(out, builtin.CallToolTool())
 	}
+	out = append(out, builtin.ReadFileTool(), builtin.RequestCapabilityTool())
 	for i := range out {
 		out[i].Meta = alwaysLoad()
 	}
@@ -320,6 +352,19 @@ func builtinEntries(reveal string) []index.Entry {
 	for _, t := range builtinTools(reveal) {
 		out = append(out, index.Entry{Name: t.Name, Kind: index.KindCore, Description: t.Description,
 			Params: index.ParamsFromSchema(t.RawInputSchema), ReadOnly: true})
+	}
+	return out
+}
+
+func (s *Server) skillEntries() []index.Entry {
+	var out []index.Entry
+	for _, d := range s.skills.Docs() {
+		kind := index.KindSkill
+		if d.Kind == skills.KindReference {
+			kind = index.KindReference
+		}
+		out = append(out, index.Entry{Name: d.Name, Kind: kind, Description: d.Description,
+			Keywords: d.Keywords, Headings: d.Headings, Path: d.Path})
 	}
 	return out
 }

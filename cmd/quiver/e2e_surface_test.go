@@ -16,7 +16,7 @@ import (
 func TestLeanSurface(t *testing.T) {
 	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
 	names := h.waitTools("example__current_time")
-	want := []string{"search_tools", "call_tool", "example__current_time"}
+	want := append(slices.Clone(builtins), "example__current_time")
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools/list = %v, want %v (builtins, then always-on, nothing else)", names, want)
 	}
@@ -61,7 +61,7 @@ func TestSearchBindsAndListChanges(t *testing.T) {
 
 	h.waitChanged()
 	names, _ := h.list()
-	if !slices.Equal(names[:3], []string{"search_tools", "call_tool", "example__current_time"}) || !slices.Contains(names, "example__notes_add") {
+	if !slices.Equal(names[:5], append(slices.Clone(builtins), "example__current_time")) || !slices.Contains(names, "example__notes_add") {
 		t.Fatalf("after the search, tools/list = %v; want always-on first, then the found tools", names)
 	}
 
@@ -140,7 +140,7 @@ func TestModernClientListNeverChanges(t *testing.T) {
 func TestDirectModeListsEverything(t *testing.T) {
 	h := startQuiver(t, exampleConfig("direct", ""), hostOptions{})
 	names := h.waitTools("example__notes_add", "example__search_text", "example__echo")
-	if names[0] != "search_tools" || names[1] != "call_tool" || names[2] != "example__current_time" {
+	if !slices.Equal(names[:5], append(slices.Clone(builtins), "example__current_time")) {
 		t.Fatalf("direct mode keeps builtins and always-on first: %v", names)
 	}
 	// Listed, so callable without a search.
@@ -186,7 +186,10 @@ fence:
 		t.Fatalf("read_text_file through quiver: %s", textOf(read))
 	}
 	outside := h.call("filesystem__read_text_file", map[string]any{"path": "/etc/hostname"})
-	wantRefusal(t, outside, "ask.read_outside_fence")
+	wantRefusal(t, outside, "deny.approval_unavailable")
+	if !strings.Contains(textOf(outside), "read_outside_fence") || !strings.Contains(textOf(outside), "quiver approve") {
+		t.Fatalf("the refusal must name the capability and how to approve: %s", textOf(outside))
+	}
 	sneaky := h.call("filesystem__read_text_file", map[string]any{"path": root + "/../../etc/hostname"})
 	wantRefusal(t, sneaky, "outside_fence")
 

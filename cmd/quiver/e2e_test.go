@@ -25,6 +25,9 @@ import (
 
 var quiverBin string
 
+// builtins are quiver's own tools, first on every surface (reveal: auto).
+var builtins = []string{"search_tools", "call_tool", "read_file", "request_capability"}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "quiver-e2e-")
 	if err != nil {

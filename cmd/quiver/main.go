@@ -55,6 +55,10 @@ func commands() map[string]*command {
 		"doctor":         doctorCmd(),
 		"version":        versionCmd(),
 		"example-server": exampleServerCmd(),
+		"approve":        approveCmd(),
+		"deny":           denyCmd(),
+		"grants":         grantsCmd(),
+		"audit":          auditCmd(),
 	}
 }
 

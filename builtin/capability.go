@@ -1,0 +1,71 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// RequestCapabilityName is the builtin a model uses to ask for a grant
+// before a call that would otherwise be refused.
+const RequestCapabilityName = "request_capability"
+
+// RequestCapabilityTool is the definition of request_capability.
+func RequestCapabilityTool() mcp.Tool {
+	return tool(RequestCapabilityName,
+		"Ask the user for a permission before you need it: reading or changing files outside the allowed folders "+
+			"(read_outside_fence, mutate_outside_fence, with a path) or a class of action for one tool "+
+			"(destructive, execute, network, admin, with a tool). The user approves or declines; nothing is granted otherwise.",
+		`{"type":"object","properties":{`+
+			`"capability":{"type":"string","enum":["read_outside_fence","mutate_outside_fence","write","destructive","execute","network","admin"],"description":"What you need."},`+
+			`"path":{"type":"string","description":"For read_outside_fence and mutate_outside_fence: the absolute path (it and what is under it)."},`+
+			`"tool":{"type":"string","description":"For a class of action: the tool's exact name."},`+
+			`"reason":{"type":"string","description":"Why you need it, in one sentence the user will read."}`+
+			`},"required":["capability","reason"],"additionalProperties":false}`,
+		false)
+}
+
+// A CapabilityRequest is request_capability's arguments, checked.
+type CapabilityRequest struct {
+	Capability string `json:"capability"`
+	Path       string `json:"path"`
+	Tool       string `json:"tool"`
+	Reason     string `json:"reason"`
+}
+
+// An Approver files a request with the person and says what came of it.
+type Approver interface {
+	RequestCapability(ctx context.Context, r CapabilityRequest) *mcp.CallToolResult
+}
+
+// RequestCapability checks request_capability's arguments and hands them
+// to the approver.
+func RequestCapability(ctx context.Context, a Approver, raw json.RawMessage) *mcp.CallToolResult {
+	var r CapabilityRequest
+	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return refuse("deny.args_invalid", fmt.Sprintf(`request_capability takes {"capability": "...", "path" or "tool": "...", "reason": "..."}; %s.`, plain(err)))
+	}
+	r.Reason = strings.TrimSpace(r.Reason)
+	switch r.Capability {
+	case "read_outside_fence", "mutate_outside_fence":
+		if !strings.HasPrefix(r.Path, "/") {
+			return refuse("deny.args_invalid", fmt.Sprintf("%s needs the absolute path you need, e.g. {\"path\": \"/data/reports\"}.", r.Capability))
+		}
+	case "write", "destructive", "execute", "network", "admin":
+		if r.Tool == "" {
+			return refuse("deny.args_invalid", fmt.Sprintf("%s needs the tool's exact name, e.g. {\"tool\": \"github__delete_repo\"}.", r.Capability))
+		}
+	default:
+		return refuse("deny.args_invalid", fmt.Sprintf("capability %q is not one of read_outside_fence, mutate_outside_fence, write, destructive, execute, network, admin.", r.Capability))
+	}
+	if r.Reason == "" {
+		return refuse("deny.args_invalid", "say why you need it in reason: the user reads it before deciding.")
+	}
+	return a.RequestCapability(ctx, r)
+}

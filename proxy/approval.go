@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/gate"
+)
+
+// Codes of the approval path (the gate's codes cover the decision itself).
+const (
+	codeApprovalUnavailable = "deny.approval_unavailable"
+	codeApprovalDenied      = "deny.approval_denied"
+	codeApprovalTimeout     = "deny.approval_timeout"
+)
+
+// An answer is what the person chose on an approval card.
+type answer int
+
+const (
+	answerNone answer = iota // declined, cancelled, no answer: grants nothing
+	answerOnce
+	answerSession
+)
+
+// canElicit reports whether the session's client declared elicitation.
+func canElicit(ctx context.Context) bool {
+	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	return ok && cs.GetClientCapabilities().Elicitation != nil
+}
+
+// ask shows the person an approval card and waits for the answer, at most
+// the policy's approval timeout. Only an explicit "allow" grants anything.
+func (s *Server) ask(ctx context.Context, message string) (answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.gate.ApprovalTimeout())
+	defer cancel()
+	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+		Message: message,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"decision": map[string]any{
+					"type":        "string",
+					"title":       "Decision",
+					"enum":        []string{"allow_once", "allow_session", "deny"},
+					"enumNames":   []string{"Allow once", "Allow for this session", "Deny"},
+					"description": "Allow once lets this exact call run; for this session covers the same need until the session ends.",
+				},
+			},
+			"required": []string{"decision"},
+		},
+	}})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return answerNone, context.DeadlineExceeded
+		}
+		return answerNone, err
+	}
+	if res.Action != mcp.ElicitationResponseActionAccept {
+		return answerNone, nil
+	}
+	content, _ := res.Content.(map[string]any)
+	switch content["decision"] {
+	case "allow_once":
+		return answerOnce, nil
+	case "allow_session":
+		return answerSession, nil
+	}
+	return answerNone, nil
+}
+
+// card is the text of an approval card: the tool, what it needs, where,
+// and why the model says it needs it.
+func card(tool string, d gate.Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "quiver: allow %s?\n%s", tool, d.Reason)
+	for _, n := range d.Needs {
+		if n.Path != "" {
+			fmt.Fprintf(&b, "\n- %s: %s", n.Capability, n.Path)
+		} else {
+			fmt.Fprintf(&b, "\n- %s", n.Capability)
+		}
+	}
+	if d.Justification != "" {
+		fmt.Fprintf(&b, "\nJustification: %s", d.Justification)
+	}
+	if d.Digest != "" {
+		fmt.Fprintf(&b, "\nArguments digest: %.12s", d.Digest)
+	}
+	return b.String()
+}
+
+// approve turns an ask into a decision: a card when the host can show one,
+// else a refusal that tells how to approve from a terminal. On approval
+// the call is evaluated again, so what runs is what the ledger now allows.
+func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64) gate.Decision {
+	var pending gate.Approval
+	if s.ledger != nil {
+		var err error
+		if pending, err = s.ledger.RequestApproval(ctx, ss.id, call.Name, d); err != nil {
+			s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
+		}
+	}
+	if !canElicit(ctx) {
+		if pending.ID == 0 {
+			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run.")
+		}
+		return deny(codeApprovalUnavailable, fmt.Sprintf(
+			"%s This host cannot show approval cards: ask the user to run `quiver approve %d` (this call once) or `quiver approve %d --session` in a terminal, then call again.",
+			d.Reason, pending.ID, pending.ID))
+	}
+	a, err := s.ask(ctx, card(call.Name, d))
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.resolve(ctx, pending, false, gate.Once)
+		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
+	}
+	if err != nil {
+		s.log.Warn("approval card failed", "session", ss.id, "tool", call.Name, "err", err)
+		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
+	}
+	if a == answerNone {
+		s.resolve(ctx, pending, false, gate.Once)
+		return deny(codeApprovalDenied, fmt.Sprintf("The user declined %s; it did not run. Do not retry it; ask the user what to do instead.", call.Name))
+	}
+	lifetime := gate.Once
+	if a == answerSession {
+		lifetime = gate.ForSession
+	}
+	if s.ledger == nil {
+		// Nothing to record a grant in: this call, once.
+		d.Verdict, d.Code = gate.Allow, "allow.approval"
+		return d
+	}
+	s.resolve(ctx, pending, true, lifetime)
+	_ = s.ledger.RecordApproval(ctx, callID, string(lifetime))
+	return s.gate.Evaluate(ctx, call)
+}
+
+func (s *Server) resolve(ctx context.Context, a gate.Approval, approve bool, l gate.Lifetime) {
+	if s.ledger == nil || a.ID == 0 {
+		return
+	}
+	if _, err := s.ledger.ResolveApproval(ctx, a.ID, gate.Resolution{Approve: approve, Lifetime: l}); err != nil && !errors.Is(err, gate.ErrResolved) {
+		s.log.Error("resolving an approval failed", "approval", a.ID, "err", err)
+	}
+}
+
+func deny(code, reason string) gate.Decision {
+	return gate.Decision{Verdict: gate.Deny, Code: code, Reason: reason}
+}
+
+// capabilities serves request_capability for one session.
+type capabilities struct {
+	s  *Server
+	ss *session
+}
+
+func (c capabilities) RequestCapability(ctx context.Context, r builtin.CapabilityRequest) *mcp.CallToolResult {
+	s := c.s
+	if s.ledger == nil {
+		return builtin.Refusal(codeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
+	}
+	a := gate.Approval{Session: c.ss.id, Capability: r.Capability, Reason: r.Reason}
+	if r.Path != "" {
+		p := filepath.Clean(r.Path)
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // the fence compares resolved paths
+		}
+		a.Path = p
+	} else {
+		a.Tool = r.Tool
+	}
+	id, err := s.ledger.CreateApproval(ctx, a)
+	if err != nil {
+		return builtin.Refusal("error.ledger", err.Error())
+	}
+	a.ID = id
+	if !canElicit(ctx) {
+		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf(
+			"This host cannot show approval cards: ask the user to run `quiver approve %d --session` in a terminal; then go ahead.", id))
+	}
+	what := r.Capability
+	if a.Path != "" {
+		what += " for " + a.Path + " and what is under it"
+	} else {
+		what += " for " + a.Tool
+	}
+	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nReason: %s", what, r.Reason))
+	if err != nil || ans == answerNone {
+		s.resolve(ctx, a, false, gate.Once)
+		return builtin.Refusal(codeApprovalDenied, "The user did not grant "+what+". Do not ask again for the same thing; ask the user what to do instead.")
+	}
+	lifetime := gate.Once
+	if ans == answerSession {
+		lifetime = gate.ForSession
+	}
+	s.resolve(ctx, a, true, lifetime)
+	return mcp.NewToolResultText(fmt.Sprintf("Granted: %s (%s). Go ahead.", what, lifetime))
+}

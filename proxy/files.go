@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/gate"
+)
+
+// files reads files for read_file, after the gate has decided on the path
+// exactly as it would for any downstream read tool.
+type files struct {
+	s  *Server
+	ss *session
+}
+
+var readFileTool = gate.Tool{Name: builtin.ReadFileName, Class: gate.ClassRead, PathArgs: []string{"path"},
+	Schema: builtin.ReadFileTool().RawInputSchema}
+
+func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) ([]byte, int64, *mcp.CallToolResult) {
+	args, _ := json.Marshal(map[string]any{"path": path})
+	tool := readFileTool
+	call := gate.Call{Session: f.ss.id, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn()}
+	d := f.s.gate.Evaluate(ctx, call)
+	id := f.s.record(ctx, f.ss.id, tool.Name, args, d)
+	if d.Verdict == gate.Ask {
+		d = f.s.approve(ctx, f.ss, call, d, id)
+	}
+	if d.Verdict != gate.Allow {
+		return nil, 0, builtin.Refusal(d.Code, d.Reason)
+	}
+	fail := func(err error) ([]byte, int64, *mcp.CallToolResult) {
+		f.s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(ctx, id, gate.OutcomeError, err.Error()) })
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, builtin.Refusal("error.not_found", fmt.Sprintf("%s does not exist; search_tools answers give the paths of skills, and files must be named by their absolute path.", path))
+		}
+		return nil, 0, builtin.Refusal("error.read", err.Error())
+	}
+	// Read what the gate resolved, so a link swapped since cannot redirect us.
+	real := path
+	if len(d.Paths) > 0 {
+		real = d.Paths[0]
+	}
+	fh, err := os.Open(real)
+	if err != nil {
+		return fail(err)
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if info.IsDir() {
+		return fail(fmt.Errorf("%s is a directory; read_file reads files", path))
+	}
+	f.s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordStart(ctx, id) })
+	buf := make([]byte, min(limit, max(0, info.Size()-offset)))
+	n, err := fh.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fail(err)
+	}
+	f.s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(ctx, id, gate.OutcomeOK, "") })
+	return buf[:n], info.Size(), nil
+}
