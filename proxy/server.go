@@ -47,9 +47,9 @@ type Server struct {
 	gate   *gate.Gate
 	ledger *gate.Ledger // nil without a state dir
 	skills *skills.Library
-	mcp  *server.MCPServer
-	log  *slog.Logger
-	opts Options
+	mcp    *server.MCPServer
+	log    *slog.Logger
+	opts   Options
 
 	state   atomic.Pointer[snapshot]
 	changes chan *registry.Catalog

@@ -18,8 +18,8 @@ import (
 // placeholders, and the fixtures they need.
 type escapeCorpus struct {
 	Fixtures struct {
-		Dirs  []string `json:"dirs"`
-		Files []string `json:"files"`
+		Dirs  []string                        `json:"dirs"`
+		Files []string                        `json:"files"`
 		Links []struct{ Link, Target string } `json:"links"`
 	} `json:"fixtures"`
 	Controls []escapeAttempt `json:"controls"`
