@@ -49,26 +49,8 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 	// Structured content repeats the text for machines; when the answer is
 	// too big it goes first, so the model keeps the readable part.
 	res.StructuredContent = nil
-	over := size(res) - limit
 	const notice = "\n[quiver: output cut here: %d of %d bytes not shown; ask for less (a narrower query or a range)]"
-	over += len(notice) + 20
-	for i := len(res.Content) - 1; i >= 0 && over > 0; i-- {
-		switch c := res.Content[i].(type) {
-		case mcp.TextContent:
-			keep := max(0, len(c.Text)-over)
-			for keep > 0 && !utf8.RuneStart(c.Text[keep]) {
-				keep--
-			}
-			over -= len(c.Text) - keep
-			c.Text = c.Text[:keep]
-			res.Content[i] = c
-		default:
-			// Images, audio and resources cannot be cut in half.
-			over -= size(&mcp.CallToolResult{Content: []mcp.Content{c}})
-			res.Content = append(res.Content[:i], res.Content[i+1:]...)
-		}
-	}
-	res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprintf(notice, total-size(res), total)))
+	res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprintf(notice, total, total)))
 	if res.Meta == nil {
 		res.Meta = &mcp.Meta{}
 	}
@@ -76,6 +58,30 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 		res.Meta.AdditionalFields = map[string]any{}
 	}
 	res.Meta.AdditionalFields["quiver/truncated"] = true
+	// JSON escaping makes sizes only estimable, so cut, measure, repeat.
+	for pass := 0; pass < 4; pass++ {
+		over := size(res) - limit
+		if over <= 0 {
+			break
+		}
+		for i := len(res.Content) - 2; i >= 0 && over > 0; i-- {
+			switch c := res.Content[i].(type) {
+			case mcp.TextContent:
+				keep := max(0, len(c.Text)-over)
+				for keep > 0 && !utf8.RuneStart(c.Text[keep]) {
+					keep--
+				}
+				over -= len(c.Text) - keep
+				c.Text = c.Text[:keep]
+				res.Content[i] = c
+			default:
+				// Images, audio and resources cannot be cut in half.
+				over -= size(&mcp.CallToolResult{Content: []mcp.Content{c}})
+				res.Content = append(res.Content[:i], res.Content[i+1:]...)
+			}
+		}
+	}
+	res.Content[len(res.Content)-1] = mcp.NewTextContent(fmt.Sprintf(notice, total-size(res), total))
 	return res
 }
 

@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+func TestBound(t *testing.T) {
+	secrets := []registry.Secret{{Var: "API_KEY", Value: "hunter2-secret"}}
+	t.Run("small_results_pass_untouched", func(t *testing.T) {
+		res := bound(mcp.NewToolResultText("fine"), 1024, secrets)
+		if text(res) != "fine" || res.Meta != nil {
+			t.Fatalf("got %q meta %v", text(res), res.Meta)
+		}
+	})
+	t.Run("secrets_are_redacted_everywhere", func(t *testing.T) {
+		res := mcp.NewToolResultText("key=hunter2-secret")
+		res.StructuredContent = map[string]any{"key": "hunter2-secret"}
+		res = bound(res, 1024, secrets)
+		if strings.Contains(text(res), "hunter2") || !strings.Contains(text(res), "[redacted:API_KEY]") {
+			t.Fatalf("text: %q", text(res))
+		}
+		if res.StructuredContent.(map[string]any)["key"] != "[redacted:API_KEY]" {
+			t.Fatalf("structured: %v", res.StructuredContent)
+		}
+	})
+	t.Run("large_results_are_cut_with_a_notice", func(t *testing.T) {
+		big := strings.Repeat("ü", 40_000) // 80,000 bytes
+		res := mcp.NewToolResultText(big)
+		res.StructuredContent = map[string]any{"all": big}
+		res = bound(res, 16<<10, nil)
+		if n := size(res); n > 16<<10 {
+			t.Fatalf("result is %d bytes, over the 16 KiB limit", n)
+		}
+		out := text(res)
+		if !utf8.ValidString(out) || !strings.Contains(out, "[quiver: output cut here: ") {
+			t.Fatalf("cut must be valid UTF-8 and say so: ...%q", out[len(out)-120:])
+		}
+		if res.Meta.AdditionalFields["quiver/truncated"] != true || res.StructuredContent != nil {
+			t.Fatalf("meta %v, structured kept: %v", res.Meta, res.StructuredContent != nil)
+		}
+	})
+	t.Run("uncuttable_content_is_dropped", func(t *testing.T) {
+		res := &mcp.CallToolResult{Content: []mcp.Content{
+			mcp.NewTextContent("caption"),
+			mcp.NewImageContent(strings.Repeat("A", 50_000), "image/png"),
+		}}
+		res = bound(res, 4<<10, nil)
+		if size(res) > 4<<10 || !strings.HasPrefix(text(res), "caption") {
+			t.Fatalf("size %d, text %q", size(res), text(res))
+		}
+	})
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
