@@ -58,7 +58,7 @@ type Config struct {
 func (c *Config) DecodeSections(v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(c.raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeYAML(dec, v); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, yamlMessage(c.Path, err))
 	}
 	return nil
@@ -172,14 +172,18 @@ func LoadConfig(path string) (*Config, error) {
 // ParseConfig validates a servers.yaml held in memory. lookup resolves
 // ${VAR} references; an unset variable is an error that names it.
 func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Config, error) {
+	// root is for line numbers and key order (empty when the file is not
+	// valid YAML: then it only misses from the messages).
+	var root yaml.Node
+	if decodeYAML(yaml.NewDecoder(bytes.NewReader(b)), &root) != nil {
+		root = yaml.Node{}
+	}
 	var fc fileConfig
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, yamlMessage(path, err))
+	if err := decodeYAML(dec, &fc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(path, &root, err)...))
 	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(b, &root) // it decoded above, so it parses
 
 	cfg := &Config{Path: path, raw: b}
 	p := parser{path: path, root: &root, lookup: lookup}
@@ -189,6 +193,10 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 	}
 	prefixes := map[string]string{}
 	for _, name := range mappingKeys(&root, "servers") {
+		if name == "<<" {
+			p.fail(lineOf(&root, "servers", name), "servers: a merge key (<<) cannot stand for servers; write each server out (anchors work inside an entry)")
+			continue
+		}
 		fs := fc.Servers[name]
 		s := p.server(name, fs)
 		if s == nil {
@@ -293,16 +301,23 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	} else if fs.Timeout > 0 {
 		s.Timeout = fs.Timeout
 	}
-	expand := func(k, v string, secret bool) string {
+	// expand expands v, the value at keys under the entry (["env",
+	// "TOKEN"]); an error names that key and its line.
+	expand := func(v string, secret bool, keys ...string) (string, bool) {
 		out, err := expandVars(v, p.lookup, func(name, val string) {
 			if secret && val != "" {
 				p.secrets = append(p.secrets, Secret{Var: name, Value: val})
 			}
 		})
 		if err != nil {
-			p.fail(key(k), "servers.%s.%s: %v", name, k, err)
+			l := lineOf(p.root, append([]string{"servers", name}, keys...)...)
+			if l == 0 {
+				l = key(keys[0])
+			}
+			p.fail(l, "servers.%s.%s: %v", name, strings.Join(keys, "."), err)
+			return out, false
 		}
-		return out
+		return out, true
 	}
 	switch {
 	case fs.Command != "" && fs.URL != "":
@@ -315,15 +330,19 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			p.fail(key("headers"), "servers.%s.headers: headers are for remote servers (url); use env for a local one", name)
 		}
 		s.Transport = TransportStdio
-		s.Command = expand("command", fs.Command, false)
-		for _, a := range fs.Args {
-			s.Args = append(s.Args, expand("args", a, false))
+		var ok bool
+		if s.Command, ok = expand(fs.Command, false, "command"); ok && strings.TrimSpace(s.Command) == "" {
+			p.fail(key("command"), "servers.%s.command: %q expands to nothing; set the variable to the program to run", name, fs.Command)
 		}
-		s.Cwd = expand("cwd", fs.Cwd, false)
+		for _, a := range fs.Args {
+			a, _ = expand(a, false, "args")
+			s.Args = append(s.Args, a)
+		}
+		s.Cwd, _ = expand(fs.Cwd, false, "cwd")
 		if len(fs.Env) > 0 {
 			s.Env = map[string]string{}
 			for _, k := range sortedKeys(fs.Env) {
-				s.Env[k] = expand("env", fs.Env[k], true)
+				s.Env[k], _ = expand(fs.Env[k], true, "env", k)
 			}
 		}
 	case fs.URL != "":
@@ -338,14 +357,15 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		if len(fs.Args) > 0 || len(fs.Env) > 0 || fs.Cwd != "" {
 			p.fail(line, "servers.%s: args, env and cwd are for local servers (command); a url server takes headers", name)
 		}
-		s.URL = expand("url", fs.URL, false)
-		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
+		var ok bool
+		s.URL, ok = expand(fs.URL, false, "url")
+		if ok && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 			p.fail(key("url"), "servers.%s.url: %q must start with http:// or https://", name, s.URL)
 		}
 		if len(fs.Headers) > 0 {
 			s.Headers = map[string]string{}
 			for _, k := range sortedKeys(fs.Headers) {
-				s.Headers[k] = expand("headers", fs.Headers[k], true)
+				s.Headers[k], _ = expand(fs.Headers[k], true, "headers", k)
 			}
 		}
 	default:
@@ -429,6 +449,9 @@ func lineOf(root *yaml.Node, path ...string) int {
 // mappingKeys lists the keys of the mapping at path, in file order.
 func mappingKeys(root *yaml.Node, path ...string) []string {
 	_, n := nodeAt(root, path...)
+	if n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -448,6 +471,9 @@ func nodeAt(root *yaml.Node, path ...string) (int, *yaml.Node) {
 	}
 	line := 0
 	for _, k := range path {
+		if n != nil && n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
 		if n == nil || n.Kind != yaml.MappingNode {
 			return 0, nil
 		}
