@@ -2,6 +2,7 @@ package registry
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,12 @@ var credentialShapes = []struct {
 // Redact replaces every known secret value in s with [redacted:VAR] and
 // every well-known credential shape with [redacted:KIND].
 func Redact(s string, secrets []Secret) string {
+	// Longest first: a secret that contains another must not be cut in
+	// two by the shorter one's replacement, leaving its tail in the clear.
+	if len(secrets) > 1 {
+		secrets = slices.Clone(secrets)
+		slices.SortStableFunc(secrets, func(a, b Secret) int { return len(b.Value) - len(a.Value) })
+	}
 	for _, sec := range secrets {
 		if len(sec.Value) >= 4 && strings.Contains(s, sec.Value) {
 			s = strings.ReplaceAll(s, sec.Value, "[redacted:"+sec.Var+"]")
