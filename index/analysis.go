@@ -35,7 +35,8 @@ const maxWordLen = 32
 func splitWords(text string, out []string) []string {
 	start := -1
 	for i, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if r < utf8.RuneSelf && (isLowerASCII(byte(r)) || isUpperASCII(byte(r)) || isDigitASCII(byte(r))) ||
+			r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
 			if start < 0 {
 				start = i
 			}
@@ -56,6 +57,55 @@ func splitRun(run string, out []string) []string {
 	if len(run) <= 4 && hasLetterAndDigit(run) {
 		return append(out, strings.ToLower(run))
 	}
+	if !isASCII(run) {
+		return splitRunes(run, out)
+	}
+	// ASCII fast path: most catalog text is ASCII, and this loop runs over
+	// every word of every description at Build.
+	from := 0
+	for i := 1; i < len(run); i++ {
+		prev, cur := run[i-1], run[i]
+		cut := false
+		switch {
+		case isLowerASCII(prev) && isUpperASCII(cur):
+			cut = true
+		case isUpperASCII(prev) && isUpperASCII(cur) && i+1 < len(run) && isLowerASCII(run[i+1]):
+			cut = true
+		case isDigitASCII(prev) != isDigitASCII(cur):
+			cut = true
+		}
+		if cut {
+			out = append(out, lowerASCII(run[from:i]))
+			from = i
+		}
+	}
+	return append(out, lowerASCII(run[from:]))
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func isLowerASCII(c byte) bool { return 'a' <= c && c <= 'z' }
+func isUpperASCII(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isDigitASCII(c byte) bool { return '0' <= c && c <= '9' }
+
+// lowerASCII lowercases s, without allocating when it is lowercase already.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if isUpperASCII(s[i]) {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}
+
+func splitRunes(run string, out []string) []string {
 	rs := []rune(run)
 	from := 0
 	for i := 1; i < len(rs); i++ {
@@ -118,14 +168,12 @@ var (
 var fillerWords = []string{
 	"please", "want", "need", "like", "let", "can", "could", "would", "help",
 	"also", "just", "some", "thing", "things", "something", "way", "ok",
-	"i'd", "i'm", "there", "via", "using", "via", "my", "me",
+	"there", "via", "using",
 }
 
 func buildStopWords() map[string]bool {
 	m := map[string]bool{}
 	for w := range en.StopWords() {
-		// The list has "i'm" style entries; the tokenizer cuts at the
-		// apostrophe, so keep both halves' sense by storing the head too.
 		m[w] = true
 	}
 	for _, w := range fillerWords {
@@ -187,29 +235,4 @@ func (a *analyzer) terms(text string) []string {
 		out[i] = t.term
 	}
 	return out
-}
-
-// termsAnalyzer hands bluge text that was analyzed already: terms joined by
-// single spaces. Analysis runs once per field, in Build, where its results
-// also feed the statistics that typo correction and weak detection use.
-type termsAnalyzer struct{}
-
-func (termsAnalyzer) Analyze(input []byte) analysis.TokenStream {
-	var ts analysis.TokenStream
-	pos, start := 0, 0
-	for i := 0; i <= len(input); i++ {
-		if i < len(input) && input[i] != ' ' {
-			continue
-		}
-		if i > start {
-			pos++
-			ts = append(ts, &analysis.Token{
-				Start: start, End: i, Term: input[start:i],
-				PositionIncr: 1, Type: analysis.AlphaNumeric,
-			})
-		}
-		start = i + 1
-	}
-	_ = pos
-	return ts
 }

@@ -107,6 +107,7 @@ func BenchmarkSearch10k(b *testing.B) {
 func BenchmarkBuild10k(b *testing.B) {
 	entries := syntheticCatalog(b, 10000)
 	var baseDur time.Duration
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		ix, err := Build(entries)
 		if err != nil {
@@ -115,6 +116,7 @@ func BenchmarkBuild10k(b *testing.B) {
 		ix.Close()
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 	start := time.Now()
 	base, err := buildBaseline(entries)
 	if err != nil {

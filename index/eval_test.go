@@ -268,19 +268,17 @@ func TestEvalVariants(t *testing.T) {
 	}
 	variants := []variant{
 		{"default", func(*options) {}},
-		{"depth 20", func(o *options) { o.rerankDepth = 20 }},
-		{"depth 30", func(o *options) { o.rerankDepth = 30 }},
-		{"domain .1", func(o *options) { o.domainWeight = .1 }},
-		{"typo .5", func(o *options) { o.typoWeight = .5 }},
-		{"typo 1", func(o *options) { o.typoWeight = 1 }},
-		{"related .2", func(o *options) { o.relatedWeight = .2 }},
-		{"related .4", func(o *options) { o.relatedWeight = .4 }},
-		{"k1 1.5", func(o *options) { o.k1 = 1.5 }},
-		{"b .6", func(o *options) { o.b = .6 }},
-		{"name 5", f(5, 2, 2, 1, 4, 1, 2, 2, 0.75)},
-		{"title 1", f(4, 1, 2, 1, 4, 1, 2, 2, 0.75)},
-		{"param 0", f(4, 2, 2, 1, 4, 0, 2, 2, 0.75)},
-		{"server 2", f(4, 2, 2, 1, 2, 1, 2, 2, 0.75)},
+		{"no synonyms expansion", func(o *options) { o.relatedWeight = 0 }},
+		{"no typo correction", func(o *options) { o.typoWeight = 0 }},
+		{"no query things", func(o *options) { o.describeThings = false }},
+		{"no server clause", func(o *options) { o.serverBoost = 0 }},
+		{"no domain prior", func(o *options) { o.domainWeight = 0 }},
+		{"whole descriptions", func(o *options) { o.descCap, o.descDistinct = 0, false }},
+		{"k1 1.2", func(o *options) { o.k1 = 1.2 }},
+		{"b 0.5", func(o *options) { o.b = 0.5 }},
+		{"weights n3 t1 l3", f(3, 1, 3, 1, 4, 1, 2, 2, 0.75)},
+		{"weights p0", f(4, 2, 2, 1, 4, 0, 2, 2, 0.75)},
+		{"weights p2", f(4, 2, 2, 1, 4, 2, 2, 2, 0.75)},
 	}
 	for _, v := range variants {
 		o := defaultOptions()

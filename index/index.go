@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,9 +89,9 @@ type Index struct {
 	reader  *bluge.Reader
 
 	docs    int
-	df      map[string]int            // term -> entries having it in any field
-	fdf     map[string]map[string]int // field -> term -> entries having it there
-	terms   [][]string                // entry -> its sorted distinct terms
+	df      map[string]int // term -> entries having it in any field
+	nameDF  map[string]int // term -> entries having it in the server field (key, keywords)
+	terms   [][]string     // entry -> its sorted distinct terms
 	speller *speller
 
 	names []nameForms // for Closest
@@ -114,12 +115,9 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		entries: append([]Entry(nil), entries...),
 		docs:    len(entries),
 		df:      map[string]int{},
-		fdf:     map[string]map[string]int{},
+		nameDF:  map[string]int{},
 		terms:   make([][]string, len(entries)),
 		names:   make([]nameForms, len(entries)),
-	}
-	for _, f := range textFields {
-		ix.fdf[f] = map[string]int{}
 	}
 	ix.serverOf = make([]int32, len(entries))
 	ix.serverDF = map[string]map[int32]int{}
@@ -166,55 +164,32 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		}
 	}()
 
+	// Pass 1: analyze every field once and gather the statistics.
 	a := &analyzer{stems: map[string]string{}}
 	wordFreq := map[string]int{}
-	batch := bluge.NewBatch()
+	fieldTerms := make([][][]string, len(ix.entries)) // entry -> field -> terms
 	var toks []token
-	var sb, all strings.Builder
+	entryTerms := map[string]struct{}{}
+	entryWords := map[string]struct{}{}
 	for i, e := range ix.entries {
-		all.Reset()
-		doc := bluge.NewDocument(strconv.Itoa(i))
-		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
-		entryTerms := map[string]struct{}{}
-		entryWords := map[string]struct{}{}
-		for _, f := range textFields {
+		fieldTerms[i] = make([][]string, len(textFields))
+		clear(entryTerms)
+		clear(entryWords)
+		for fi, f := range textFields {
 			toks = a.analyze(fieldText(e, f), toks[:0])
-			if len(toks) == 0 {
-				continue
-			}
-			sb.Reset()
-			fieldSeen := map[string]struct{}{}
-			inAll := 0
+			terms := make([]string, len(toks))
 			for j, t := range toks {
-				if j > 0 {
-					sb.WriteByte(' ')
+				terms[j] = t.term
+				if !strings.Contains(t.word, " ") {
+					entryWords[t.word] = struct{}{}
 				}
-				sb.WriteString(t.term)
-				entryWords[t.word] = struct{}{}
-				if _, ok := fieldSeen[t.term]; !ok {
-					fieldSeen[t.term] = struct{}{}
-					ix.fdf[f][t.term]++
+				if f == fieldServer && !slices.Contains(terms[:j], t.term) {
+					ix.nameDF[t.term]++
 				}
 				entryTerms[t.term] = struct{}{}
-				if f == fieldDesc {
-					if opts.descCap > 0 && inAll >= opts.descCap {
-						continue
-					}
-					if opts.descDistinct && j > 0 && seenBefore(toks[:j], t.term) {
-						continue
-					}
-					inAll++
-				}
-				for k := 0; k < opts.weights[f]; k++ {
-					all.WriteString(t.term)
-					all.WriteByte(' ')
-				}
 			}
-			if f == fieldServer {
-				doc.AddField(bluge.NewTextField(f, sb.String()).WithAnalyzer(termsAnalyzer{}))
-			}
+			fieldTerms[i][fi] = terms
 		}
-		doc.AddField(bluge.NewTextField(fieldAll, all.String()).WithAnalyzer(termsAnalyzer{}))
 		ts := make([]string, 0, len(entryTerms))
 		for t := range entryTerms {
 			ts = append(ts, t)
@@ -231,11 +206,45 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		sort.Strings(ts)
 		ix.terms[i] = ts
 		for wd := range entryWords {
-			if !strings.Contains(wd, " ") {
-				wordFreq[wd]++
-			}
+			wordFreq[wd]++
 		}
 		ix.names[i] = newNameForms(e.Name)
+	}
+
+	// Pass 2: the bluge documents.
+	batch := bluge.NewBatch()
+	var all, srv termsBuilder
+	for i, e := range ix.entries {
+		all.reset()
+		doc := bluge.NewDocument(strconv.Itoa(i))
+		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
+		for fi, f := range textFields {
+			terms := fieldTerms[i][fi]
+			if len(terms) == 0 {
+				continue
+			}
+			if f == fieldServer {
+				srv.reset()
+				for _, t := range terms {
+					srv.add(t, 1)
+				}
+				doc.AddField(srv.field(f))
+			}
+			inAll := 0
+			for j, t := range terms {
+				if f == fieldDesc {
+					if opts.descCap > 0 && inAll >= opts.descCap {
+						break
+					}
+					if opts.descDistinct && j > 0 && slices.Contains(terms[:j], t) {
+						continue
+					}
+					inAll++
+				}
+				all.add(t, opts.weights[f])
+			}
+		}
+		doc.AddField(all.field(fieldAll))
 		batch.Insert(doc)
 	}
 	if err := w.Batch(batch); err != nil {
@@ -259,7 +268,7 @@ func fieldText(e Entry, f string) string {
 	case fieldLead:
 		return leadSentence(e.Description)
 	case fieldDesc:
-		return e.Description
+		return clip(e.Description, maxDescBytes)
 	case fieldServer:
 		words := []string{e.Server}
 		for _, k := range e.Keywords {
@@ -273,7 +282,7 @@ func fieldText(e Entry, f string) string {
 		for _, p := range e.Params {
 			sb.WriteString(p.Name)
 			sb.WriteByte(' ')
-			sb.WriteString(p.Description)
+			sb.WriteString(clip(p.Description, maxParamDescBytes))
 			sb.WriteByte(' ')
 		}
 		return sb.String()
@@ -281,6 +290,24 @@ func fieldText(e Entry, f string) string {
 		return strings.Join(e.Headings, " ")
 	}
 	return ""
+}
+
+// Description text past these sizes is examples, JSON and caveats; it costs
+// Build time without telling what the tool does.
+const (
+	maxDescBytes      = 1500
+	maxParamDescBytes = 200
+)
+
+// clip cuts s to at most n bytes, at a space when there is one.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if i := strings.LastIndexByte(s[:n], ' '); i > n/2 {
+		return s[:i]
+	}
+	return s[:n]
 }
 
 // toolPart is the exposed name without its server prefix: the server has a
@@ -376,26 +403,10 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if len(qts) == 0 {
 		return Result{Weak: true}, nil
 	}
-	bq := ix.blugeQuery(qts, q.Kinds)
 	depth := max(limit, ix.opts.rerankDepth)
-	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(depth, bq))
+	cands, err := ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds), depth)
 	if err != nil {
 		return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
-	}
-	var cands []candidate
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
-		}
-		if m == nil {
-			break
-		}
-		i, err := ix.docIndex(m)
-		if err != nil {
-			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
-		}
-		cands = append(cands, candidate{i: i, score: m.Score})
 	}
 	if len(cands) == 0 {
 		return Result{Weak: true}, nil
@@ -406,6 +417,28 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
 	}
 	return res, nil
+}
+
+func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]candidate, error) {
+	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(depth, bq))
+	if err != nil {
+		return nil, err
+	}
+	var cands []candidate
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return cands, nil
+		}
+		i, err := ix.docIndex(m)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, candidate{i: i, score: m.Score})
+	}
 }
 
 type candidate struct {
@@ -505,7 +538,7 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 	}
 	for _, qt := range qts {
 		add(qt.term, qt.weight)
-		if ix.opts.serverBoost > 0 && float64(ix.fdf[fieldServer][qt.term]) >= ix.opts.serverShare*float64(ix.df[qt.term]) && ix.df[qt.term] > 0 {
+		if ix.opts.serverBoost > 0 && float64(ix.nameDF[qt.term]) >= ix.opts.serverShare*float64(ix.df[qt.term]) && ix.df[qt.term] > 0 {
 			bq.AddShould(bluge.NewTermQuery(qt.term).SetField(fieldServer).SetBoost(qt.weight * ix.opts.serverBoost))
 		}
 		if ix.opts.relatedWeight <= 0 {
@@ -560,13 +593,4 @@ func (ix *Index) idf(df int) float64 {
 	}
 	n := float64(ix.docs)
 	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-}
-
-func seenBefore(toks []token, term string) bool {
-	for _, t := range toks {
-		if t.term == term {
-			return true
-		}
-	}
-	return false
 }
