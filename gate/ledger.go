@@ -2,9 +2,7 @@ package gate
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +38,23 @@ type Ledger struct {
 	run       int64
 	recovered int
 	wmu       sync.Mutex
+
+	// later holds writes that nothing waits for (terminal outcomes,
+	// refusals); one goroutine commits them in batches, so a call's fast
+	// path pays for one write, not three.
+	later     chan func(context.Context, *sql.Tx) error
+	flushed   chan struct{}
+	closeOnce sync.Once
+
+	// Prepared once: the pure-Go SQLite spends more preparing these than
+	// running them.
+	insStarted, updEnd *sql.Stmt
 }
+
+const (
+	sqlInsertStarted = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started) VALUES (?,?,?,?,?,?,?,?,?)`
+	sqlUpdateEnd     = `UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`
+)
 
 // PermitTTL is how long a one-use permit stays valid by default.
 const PermitTTL = 5 * time.Minute
@@ -204,7 +218,63 @@ func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
+	if l.insStarted, err = db.PrepareContext(ctx, sqlInsertStarted); err == nil {
+		l.updEnd, err = db.PrepareContext(ctx, sqlUpdateEnd)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: prepare: %w", path, err)
+	}
+	l.later = make(chan func(context.Context, *sql.Tx) error, 4096)
+	l.flushed = make(chan struct{})
+	go l.flushLoop()
 	return l, nil
+}
+
+// flushLoop commits deferred writes, as many as are waiting in one
+// transaction, until Close.
+func (l *Ledger) flushLoop() {
+	defer close(l.flushed)
+	ctx := context.Background()
+	for f := range l.later {
+		batch := []func(context.Context, *sql.Tx) error{f}
+	more:
+		for len(batch) < 512 {
+			select {
+			case g, ok := <-l.later:
+				if !ok {
+					break more
+				}
+				batch = append(batch, g)
+			default:
+				break more
+			}
+		}
+		err := l.write(ctx, func(tx *sql.Tx) error {
+			for _, g := range batch {
+				if err := g(ctx, tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			// One bad row must not lose the others: retry them one by one.
+			for _, g := range batch {
+				_ = l.write(ctx, func(tx *sql.Tx) error { return g(ctx, tx) })
+			}
+		}
+	}
+}
+
+// deferWrite queues a write nothing waits for. When the queue is full it
+// writes at once rather than drop the record.
+func (l *Ledger) deferWrite(f func(context.Context, *sql.Tx) error) {
+	select {
+	case l.later <- f:
+	default:
+		_ = l.write(context.Background(), func(tx *sql.Tx) error { return f(context.Background(), tx) })
+	}
 }
 
 func (l *Ledger) init(ctx context.Context) error {
@@ -288,6 +358,8 @@ func (l *Ledger) Recovered() int { return l.recovered }
 // Close marks this process's run as ended and closes the file. Calls still
 // open become outcome_unknown at the next open.
 func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() { close(l.later) })
+	<-l.flushed
 	l.wmu.Lock()
 	_, err := l.db.Exec(`UPDATE runs SET ended = ? WHERE id = ?`, l.stamp(), l.run)
 	l.wmu.Unlock()
@@ -362,13 +434,8 @@ func (l *Ledger) write(ctx context.Context, f func(tx *sql.Tx) error) error {
 // returns the call's id for the later stages. When d has no digest (a call
 // refused before its arguments were read) the raw bytes are digested.
 func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
-	digest := d.Digest
-	if digest == "" {
-		sum := sha256.Sum256(args)
-		digest = hex.EncodeToString(sum[:])
-	}
 	res, err := l.exec(ctx, `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason) VALUES (?,?,?,?,?,?,?,?)`,
-		l.run, l.stamp(), session, tool, digest, d.Verdict.String(), d.Code, d.Reason)
+		l.run, l.stamp(), session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason)
 	if err != nil {
 		return 0, fmt.Errorf("record decision: %w", err)
 	}
@@ -377,6 +444,58 @@ func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args 
 		return 0, fmt.Errorf("record decision: %w", err)
 	}
 	return id, nil
+}
+
+// RecordStarted records an allowed call that is about to be forwarded:
+// request, decision and start in one write, the only one a call waits for.
+// It is committed before the call goes out, so a crash during the call
+// leaves a start with no end, which the next open reads as
+// outcome_unknown.
+func (l *Ledger) RecordStarted(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
+	now := l.stamp()
+	l.wmu.Lock()
+	res, err := l.insStarted.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, now)
+	l.wmu.Unlock()
+	if err != nil {
+		return 0, fmt.Errorf("record start: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("record start: %w", err)
+	}
+	return id, nil
+}
+
+// RecordRefusal records a call that did not run. Nothing waits for it, so
+// it is written in the background (and on Close at the latest).
+func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Decision) {
+	now, digest := l.stamp(), callDigest(args, d)
+	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason) VALUES (?,?,?,?,?,?,?,?)`,
+			l.run, now, session, tool, digest, d.Verdict.String(), d.Code, d.Reason)
+		return err
+	})
+}
+
+// RecordEndLater records a started call's terminal outcome in the
+// background. If quiver dies first, the call reads outcome_unknown: the
+// safe side, since quiver never retries such a call.
+func (l *Ledger) RecordEndLater(call int64, o Outcome, detail string) {
+	now := l.stamp()
+	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, l.updEnd).ExecContext(ctx, string(o), detail, now, now, call)
+		return err
+	})
+}
+
+// callDigest is what the ledger records instead of the arguments: the
+// decision's digest of the canonical arguments, or of the raw bytes when
+// the call was refused before they were read.
+func callDigest(args json.RawMessage, d Decision) string {
+	if d.Digest != "" {
+		return d.Digest
+	}
+	return digestOf(args)
 }
 
 // RecordApproval records how an ask was settled: e.g. "once", "session",
@@ -394,9 +513,7 @@ func (l *Ledger) RecordStart(ctx context.Context, call int64) error {
 // note (an error message), never the result.
 func (l *Ledger) RecordEnd(ctx context.Context, call int64, o Outcome, detail string) error {
 	now := l.stamp()
-	return l.update(ctx, "record end",
-		`UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`,
-		string(o), detail, now, now, call)
+	return l.update(ctx, "record end", sqlUpdateEnd, string(o), detail, now, now, call)
 }
 
 func (l *Ledger) update(ctx context.Context, what, q string, args ...any) error {

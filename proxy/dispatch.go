@@ -69,17 +69,12 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	} else {
 		call.Closest = st.ix.Closest(name, 3, index.KindMCP)
 	}
-	d := s.gate.Evaluate(ctx, call)
-	id := s.record(ctx, ss.id, name, args, d)
-	if d.Verdict == gate.Ask {
-		d = s.approve(ctx, ss, call, d, id)
-	}
+	d, id := s.admit(ctx, ss, call)
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
 		log.Info("call refused", "reason", d.Reason)
 		return builtin.Refusal(d.Code, registry.Redact(d.Reason, s.cfg.Secrets))
 	}
-	s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordStart(ctx, id) })
 	res, err := s.reg.Call(ctx, name, d.Args, meta)
 	if err != nil {
 		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg.Secrets))
@@ -96,7 +91,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 		case errors.Is(err, context.Canceled):
 			code, outcome = "error.cancelled", gate.OutcomeCancelled
 		}
-		s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(context.WithoutCancel(ctx), id, outcome, code) })
+		s.ended(id, outcome, code)
 		reason := registry.Redact(err.Error(), s.cfg.Secrets)
 		if outcome == gate.OutcomeUnknown {
 			reason += "; it may or may not have taken effect: check before calling it again"
@@ -107,31 +102,55 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	if res.IsError {
 		outcome = gate.OutcomeError
 	}
-	s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(context.WithoutCancel(ctx), id, outcome, "") })
+	s.ended(id, outcome, "")
 	log.Debug("call done", "is_error", res.IsError)
 	return bound(res, s.cfg.Surface.MaxResultBytes, s.cfg.Secrets)
 }
 
-// record writes the decision to the ledger and returns the call's id there
-// (0 without a ledger).
-func (s *Server) record(ctx context.Context, session, tool string, args json.RawMessage, d gate.Decision) int64 {
+// admit decides a call and records it. An allowed call comes back with
+// its ledger id, already recorded as started (the one write a call waits
+// for); a refusal is recorded in the background; an ask goes to approval.
+func (s *Server) admit(ctx context.Context, ss *session, call gate.Call) (gate.Decision, int64) {
+	d := s.gate.Evaluate(ctx, call)
 	if s.ledger == nil {
-		return 0
+		if d.Verdict == gate.Ask {
+			d = s.approve(ctx, ss, call, d, 0)
+		}
+		return d, 0
 	}
-	id, err := s.ledger.RecordDecision(ctx, session, tool, args, d)
+	switch d.Verdict {
+	case gate.Allow:
+		id, err := s.ledger.RecordStarted(ctx, ss.id, call.Name, call.Args, d)
+		if err != nil {
+			s.log.Error("ledger: recording a call failed", "tool", call.Name, "err", err)
+		}
+		return d, id
+	case gate.Deny:
+		s.ledger.RecordRefusal(ss.id, call.Name, call.Args, d)
+		return d, 0
+	}
+	id, err := s.ledger.RecordDecision(ctx, ss.id, call.Name, call.Args, d)
 	if err != nil {
-		s.log.Error("ledger: recording a decision failed", "tool", tool, "err", err)
+		s.log.Error("ledger: recording a decision failed", "tool", call.Name, "err", err)
 	}
-	return id
+	d = s.approve(ctx, ss, call, d, id)
+	if id != 0 {
+		if d.Verdict == gate.Allow {
+			err = s.ledger.RecordStart(ctx, id)
+		} else {
+			err = s.ledger.RecordApproval(ctx, id, d.Code)
+		}
+		if err != nil {
+			s.log.Error("ledger: recording an approval failed", "call", id, "err", err)
+		}
+	}
+	return d, id
 }
 
-// mark records a later stage of a recorded call.
-func (s *Server) mark(ctx context.Context, id int64, f func(*gate.Ledger) error) {
-	if s.ledger == nil || id == 0 {
-		return
-	}
-	if err := f(s.ledger); err != nil {
-		s.log.Error("ledger: recording a call stage failed", "call", id, "err", err)
+// ended records how a started call ended, in the background.
+func (s *Server) ended(id int64, o gate.Outcome, detail string) {
+	if s.ledger != nil && id != 0 {
+		s.ledger.RecordEndLater(id, o, detail)
 	}
 }
 

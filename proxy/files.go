@@ -29,16 +29,12 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	args, _ := json.Marshal(map[string]any{"path": path})
 	tool := readFileTool
 	call := gate.Call{Session: f.ss.id, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn()}
-	d := f.s.gate.Evaluate(ctx, call)
-	id := f.s.record(ctx, f.ss.id, tool.Name, args, d)
-	if d.Verdict == gate.Ask {
-		d = f.s.approve(ctx, f.ss, call, d, id)
-	}
+	d, id := f.s.admit(ctx, f.ss, call)
 	if d.Verdict != gate.Allow {
 		return nil, 0, builtin.Refusal(d.Code, d.Reason)
 	}
 	fail := func(err error) ([]byte, int64, *mcp.CallToolResult) {
-		f.s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(ctx, id, gate.OutcomeError, err.Error()) })
+		f.s.ended(id, gate.OutcomeError, err.Error())
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, 0, builtin.Refusal("error.not_found", fmt.Sprintf("%s does not exist; search_tools answers give the paths of skills, and files must be named by their absolute path.", path))
 		}
@@ -61,12 +57,11 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	if info.IsDir() {
 		return fail(fmt.Errorf("%s is a directory; read_file reads files", path))
 	}
-	f.s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordStart(ctx, id) })
 	buf := make([]byte, min(limit, max(0, info.Size()-offset)))
 	n, err := fh.ReadAt(buf, offset)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fail(err)
 	}
-	f.s.mark(ctx, id, func(l *gate.Ledger) error { return l.RecordEnd(ctx, id, gate.OutcomeOK, "") })
+	f.s.ended(id, gate.OutcomeOK, "")
 	return buf[:n], info.Size(), nil
 }

@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// BenchmarkDispatch measures quiver's own work on a call — session,
+// gate, ledger, forwarding, output bounds — with the host in process, so
+// no upstream transport hides it; the baseline is the same downstream
+// called directly over stdio, in the same run.
+func BenchmarkDispatch(b *testing.B) {
+	b.Run("ledger", func(b *testing.B) {
+		_, proxied := newTestServer(b, "surface: {reveal: direct}")
+		benchmarkDispatch(b, proxied)
+	})
+	// Without a state dir there is no ledger: what the durable record of
+	// each call costs is the difference.
+	b.Run("no-ledger", func(b *testing.B) {
+		_, proxied := newTestServerWith(b, "surface: {reveal: direct}", Options{})
+		benchmarkDispatch(b, proxied)
+	})
+}
+
+func benchmarkDispatch(b *testing.B, proxied *client.Client) {
+	tr := transport.NewStdioWithOptions(os.Args[0], []string{childEnv + "=1"}, nil)
+	direct := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	if err := direct.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := direct.Initialize(context.Background(), init); err != nil {
+		b.Fatal(err)
+	}
+	call := func(c *client.Client, name string) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, map[string]any{"value": 1}
+		if res, err := c.CallTool(context.Background(), req); err != nil || res.IsError {
+			b.Fatalf("%s: %v %v", name, err, res)
+		}
+	}
+	var d, q time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		call(direct, "echo")
+		t1 := time.Now()
+		call(proxied, "example__echo")
+		d, q = d+t1.Sub(t0), q+time.Since(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(d.Nanoseconds())/n, "direct-ns/op")
+	b.ReportMetric(float64(q.Nanoseconds())/n, "quiver-ns/op")
+	b.ReportMetric(float64((q-d).Microseconds())/n, "added-µs/op")
+	b.ReportMetric(float64(q)/float64(d), "ratio")
+}
