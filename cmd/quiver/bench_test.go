@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func pair(b *testing.B) (direct, proxied *client.Client) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res, err := proxied.ListTools(context.Background(), mcp.ListToolsRequest{})
-		if err == nil && len(res.Tools) > 3 {
+		if err == nil && slices.ContainsFunc(res.Tools, func(t mcp.Tool) bool { return t.Name == "example__echo" }) {
 			return direct, proxied
 		}
 		if time.Now().After(deadline) {
