@@ -315,6 +315,10 @@ func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error)
 	return nil, errors.New("tools/list: more than 100 pages; the server keeps returning a cursor")
 }
 
+// errCallTimeout is the cause of a call's own deadline, the server's
+// timeout; a shorter deadline of the caller's is not blamed on it.
+var errCallTimeout = errors.New("the server's call timeout passed")
+
 // call forwards one tools/call with the server's deadline.
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
 	c.mu.Lock()
@@ -323,7 +327,7 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 	if cl == nil {
 		return nil, fmt.Errorf("%w: %s is %s", ErrServerDown, c.srv.Name, state)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.srv.Timeout, errCallTimeout)
 	defer cancel()
 	res, err := cl.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, RawArguments: args, Meta: meta}})
 	if err != nil {
@@ -331,8 +335,8 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 			c.markDead(dead)
 			return nil, fmt.Errorf("%w: %s stopped during the call", ErrServerDown, c.srv.Name)
 		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return nil, fmt.Errorf("%s did not answer within %s: %w", c.srv.Name, c.srv.Timeout, err)
+		if errors.Is(context.Cause(ctx), errCallTimeout) {
+			return nil, fmt.Errorf("%s did not answer within %s (its timeout in servers.yaml): %w", c.srv.Name, c.srv.Timeout, err)
 		}
 		return nil, err
 	}
@@ -343,11 +347,14 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 // started is given a stdio child's command before the transport starts it.
 func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	s := c.srv
+	// The transports log through quiver's logger, tagged with the server,
+	// not through slog.Default.
+	log := c.reg.log.With("server", s.Name)
 	switch s.Transport {
 	case TransportHTTP:
-		return transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening())
+		return transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log))
 	case TransportSSE:
-		return transport.NewSSE(s.URL, transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout))
+		return transport.NewSSE(s.URL, transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log))
 	}
 	command := s.Command
 	if command == "quiver" && c.reg.opts.Executable != "" {
@@ -365,7 +372,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	if c.reg.opts.StateDir != "" {
 		env = append(env, "QUIVER_STATE_DIR="+c.reg.opts.StateDir)
 	}
-	stderr := &lineLogger{log: c.reg.log.With("server", c.srv.Name), redact: c.reg.cfg.Secrets}
+	stderr := &lineLogger{log: log, redact: c.reg.cfg.Secrets}
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
@@ -378,7 +385,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 			return cmd, nil
 		}),
 		transport.WithCommandStderrWriter(stderr),
-		transport.WithCommandLogger(c.reg.log.With("server", c.srv.Name)),
+		transport.WithCommandLogger(log),
 	), nil
 }
 

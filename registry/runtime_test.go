@@ -395,12 +395,19 @@ func listChangedServer(name, delay string) string {
 func TestDownstreamListChangedRelists(t *testing.T) {
 	t.Parallel()
 	h := startRegistry(t, "servers:\n"+listChangedServer("lc", "300ms"), nil, Options{})
-	cat := h.ready()
-	if _, ok := cat.Lookup("lc__first"); !ok {
-		t.Fatalf("ready catalog: %v", exposedNames(cat))
+	h.ready()
+	// The catalog OnChange got at Ready was built right after the first
+	// list; the server adds its second tool 300 ms after that list.
+	seen := h.seen()
+	i := slices.IndexFunc(seen, func(c *Catalog) bool { return c.Gen == h.reg.ReadyGen() })
+	if i < 0 {
+		t.Fatalf("OnChange never saw the ReadyGen catalog")
 	}
-	if _, ok := cat.Lookup("lc__second"); ok {
-		t.Fatalf("lc__second is there before the server added it: %v", exposedNames(cat))
+	if _, ok := seen[i].Lookup("lc__first"); !ok {
+		t.Fatalf("ready catalog: %v", exposedNames(seen[i]))
+	}
+	if _, ok := seen[i].Lookup("lc__second"); ok {
+		t.Fatalf("lc__second is there before the server added it: %v", exposedNames(seen[i]))
 	}
 	var got Tool
 	eventually(t, 10*time.Second, "OnChange with lc__second", func() bool {
@@ -470,4 +477,16 @@ func TestCollidingServersAreReportedNotOverwritten(t *testing.T) {
 	eventually(t, 5*time.Second, "the problems logged", func() bool {
 		return len(h.logs.find("catalog: ")) == len(cat.Problems)
 	})
+}
+
+func TestCallerDeadlineIsNotBlamedOnTheServerTimeout(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, "servers:\n"+exampleServer("ex", "", "timeout: 30s"), nil, Options{})
+	h.ready()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := h.reg.Call(ctx, "ex__sleep", []byte(`{"ms":2000}`), nil)
+	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "30s") {
+		t.Errorf("err %v; want the caller's deadline, not the server's 30s timeout", err)
+	}
 }
