@@ -374,15 +374,20 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	return s
 }
 
-var varRE = regexp.MustCompile(`\$\$|\$\{([^}]*)\}`)
+var varRE = regexp.MustCompile(`\$\$|\$\{([^}]*)\}|\$\{`)
 
 // expandVars replaces ${VAR} with the variable's value and $$ with $.
-// Anything else is left alone so that values with a lone $ survive.
+// Anything else is left alone so that values with a lone $ survive; a ${
+// that is never closed is an error, not a literal (it is a typo).
 func expandVars(s string, lookup func(string) (string, bool), seen func(name, val string)) (string, error) {
 	var errs []string
 	out := varRE.ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$$" {
 			return "$"
+		}
+		if m == "${" {
+			errs = append(errs, "a ${ is never closed; write ${NAME}, or $${ for a literal ${")
+			return m
 		}
 		name := m[2 : len(m)-1]
 		if !envNameRE.MatchString(name) {

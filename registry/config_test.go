@@ -186,7 +186,7 @@ func TestConfigExpandsVariables(t *testing.T) {
 servers:
   local:
     command: ${HOME}/bin/server
-    args: ["--root", "${HOME}/projects", "--price=5$", "$${HOME}", "a$$b", "$HOME"]
+    args: ["--root", "${HOME}/projects", "--price=5$", "$${HOME}", "a$$b", "$HOME", "$${open"]
     cwd: ${HOME}
     env:
       GITHUB_TOKEN: ${TOKEN}
@@ -205,7 +205,7 @@ servers:
 		t.Errorf("command %q cwd %q", local.Command, local.Cwd)
 	}
 	// $$ is a literal $, and a $ that starts no ${...} is left alone.
-	if got := strings.Join(local.Args, " "); got != "--root /home/me/projects --price=5$ ${HOME} a$b $HOME" {
+	if got := strings.Join(local.Args, " "); got != "--root /home/me/projects --price=5$ ${HOME} a$b $HOME ${open" {
 		t.Errorf("args %q", got)
 	}
 	wantEnv := map[string]string{"GITHUB_TOKEN": "ghp_s3cret", "MIXED": "Bearer k-123456 for /home/me",
@@ -327,6 +327,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"servers.gh.url", "BASE is not set"}},
 		{"not_a_variable_name", "servers:\n  gh:\n    command: ${1X}\n", nil, 3,
 			[]string{`"${1X}" is not a variable reference`, "write ${NAME}"}},
+		{"unclosed_variable", "servers:\n  gh:\n    command: x\n    env:\n      TOKEN: ${GH_TOKEN\n", nil, 5,
+			[]string{"servers.gh.env.TOKEN", "a ${ is never closed", "write ${NAME}", "$${"}},
 		{"command_expands_to_nothing", "servers:\n  gh:\n    command: ${EMPTY}\n", map[string]string{"EMPTY": ""}, 3,
 			[]string{"servers.gh.command", "expands to nothing", "set the variable"}},
 
