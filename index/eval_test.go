@@ -1,6 +1,28 @@
 package index
 
-// Figures: filled in once ranking settles (see the report in the last commit).
+// Figures on the development queries (testdata/queries-dev.jsonl, 74 with
+// an answer + 4 "none"; 1,715 tools from 62 servers), `go test ./index -run
+// TestEval -v`, quiver vs plain bluge (standard analyzer, name + description,
+// BM25):
+//
+//	style          n  | quiver R@1  R@5  MRR10 | bluge R@1  R@5  MRR10
+//	all            74 |        0.57 0.77 0.65  |       0.26 0.43 0.33
+//	named-service  15 |        0.67 0.87 0.74  |       0.33 0.60 0.44
+//	intent         24 |        0.25 0.58 0.37  |       0.08 0.17 0.12
+//	terse          15 |        0.73 0.80 0.77  |       0.40 0.73 0.52
+//	long           12 |        0.58 0.83 0.69  |       0.25 0.42 0.34
+//	typo            8 |        1.00 1.00 1.00  |       0.38 0.38 0.38
+//
+// Any relevant tool in the top 1 / 5: 0.61 / 0.81. Style "none": 4 of 4
+// answered Weak; 17 of the 74 answerable queries are also Weak (mostly ones
+// whose right tool is not first either).
+//
+// Benchmarks (2 shared cores, `go test ./index -run X -bench .`): Search on
+// 1,715 tools p50 0.13 ms, slowest query 0.35 ms (best of 10); on 10,000
+// tools p50 0.44 ms, slowest query 1.6 ms; p99 follows the machine's load
+// (1.1–1.9 ms at 1,715 and 1.9–2.4 ms at 10,000 when quieter), 0.3–0.7x
+// plain bluge's p99 in the same run. Build of 10,000 tools ~0.9 s CPU
+// (plain bluge ~0.7 s wall in the same run); heap 29 MiB.
 
 import (
 	"context"
@@ -14,7 +36,7 @@ import (
 
 // recall5Floor is set just under what the index reaches on the development
 // queries, so that a change that loses ranking quality fails the test.
-const recall5Floor = 0.74
+const recall5Floor = 0.75
 
 // searchFunc answers a query with ranked exposed names and a weak verdict.
 type searchFunc func(text string) (names []string, weak bool, err error)
