@@ -122,6 +122,18 @@ func pidsIn(t *testing.T, dir string) []int {
 	return pids
 }
 
+// needProc skips a test that watches processes through /proc where there
+// is none (it fails under CI=true, where /proc is expected).
+func needProc(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("/proc is needed: %v", err)
+		}
+		t.Skipf("/proc is needed to watch the children: %v", err)
+	}
+}
+
 // running reports whether pid is a live process: present in /proc and not a
 // zombie waiting for a parent that does not reap (PID 1 in a container may
 // not).

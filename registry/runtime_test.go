@@ -239,10 +239,14 @@ func TestServerThatCannotStartIsRetriedAndOthersWork(t *testing.T) {
 func TestCrashedServerIsRestarted(t *testing.T) {
 	t.Parallel()
 	pids := t.TempDir()
-	h := startRegistry(t, "servers:\n"+exampleServer("ex", childPidDirEnv+": \"${PIDS}\""),
-		map[string]string{"PIDS": pids}, Options{})
+	notes := filepath.Join(t.TempDir(), "notes.json")
+	h := startRegistry(t, "servers:\n"+exampleServer("ex", childPidDirEnv+": \"${PIDS}\", "+childNotesEnv+": \"${NOTES}\""),
+		map[string]string{"PIDS": pids, "NOTES": notes}, Options{})
 	h.ready()
 	first := pidsIn(t, pids)
+	if _, err := h.call("ex__notes_add", `{"title":"before the crash","body":"kept in the notes file"}`); err != nil {
+		t.Fatal(err)
+	}
 	_, err := h.call("ex__crash", `{}`)
 	if !errors.Is(err, ErrServerDown) {
 		t.Fatalf("crash: err %v; want one wrapping ErrServerDown", err)
@@ -256,6 +260,11 @@ func TestCrashedServerIsRestarted(t *testing.T) {
 	})
 	if got, err := h.call("ex__echo", `{"value":1}`); err != nil || got != `{"value":1}` {
 		t.Errorf("echo after the restart: %q, %v", got, err)
+	}
+	// The new process got the same configuration (env): it reads the
+	// notes the old one wrote.
+	if got, err := h.call("ex__notes_list", `{}`); err != nil || !strings.Contains(got, "before the crash") {
+		t.Errorf("notes after the restart: %q, %v", got, err)
 	}
 	if now := pidsIn(t, pids); len(now) != len(first)+1 {
 		t.Errorf("pids before %v, after %v; want one new process", first, now)
@@ -326,6 +335,7 @@ func TestSlowStartIsNotBoundByTheCallTimeout(t *testing.T) {
 
 func TestCloseStopsAndReapsEveryProcess(t *testing.T) {
 	t.Parallel()
+	needProc(t)
 	pids := t.TempDir()
 	h := startRegistry(t, "servers:\n"+
 		exampleServer("a", childPidDirEnv+": \"${PIDS}\"")+
@@ -488,5 +498,35 @@ func TestCallerDeadlineIsNotBlamedOnTheServerTimeout(t *testing.T) {
 	_, err := h.reg.Call(ctx, "ex__sleep", []byte(`{"ms":2000}`), nil)
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "30s") {
 		t.Errorf("err %v; want the caller's deadline, not the server's 30s timeout", err)
+	}
+}
+
+func TestQuiverCommandRunsTheExecutableWithStateDir(t *testing.T) {
+	t.Parallel()
+	needProc(t)
+	pids, state := t.TempDir(), t.TempDir()
+	h := startRegistry(t, "servers:\n  q:\n    command: quiver\n    cwd: ${CWD}\n    env: {"+childEnv+": \"1\", "+childPidDirEnv+": \"${PIDS}\", EXTRA: \"x y\"}\n",
+		map[string]string{"PIDS": pids, "CWD": state}, Options{Executable: os.Args[0], StateDir: state})
+	cat := h.ready()
+	if st, _ := cat.Status("q"); st.State != StateUp {
+		t.Fatalf("command quiver with Executable set: %+v", st)
+	}
+	all := pidsIn(t, pids)
+	if len(all) != 1 {
+		t.Fatalf("pids %v", all)
+	}
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", all[0]))
+	if err != nil {
+		t.Fatalf("the child's environment: %v", err)
+	}
+	env := strings.Split(string(environ), "\x00")
+	for _, want := range []string{"QUIVER_STATE_DIR=" + state, "EXTRA=x y", childEnv + "=1"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the child's environment lacks %q", want)
+		}
+	}
+	want, _ := filepath.EvalSymlinks(state)
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", all[0])); err != nil || cwd != want {
+		t.Errorf("the child runs in %q (%v); want cwd %q", cwd, err, want)
 	}
 }
