@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -59,7 +58,9 @@ func (c *Config) DecodeSections(v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(c.raw))
 	dec.KnownFields(true)
 	if err := decodeYAML(dec, v); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, yamlMessage(c.Path, err))
+		var root yaml.Node
+		_ = yaml.Unmarshal(c.raw, &root)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(c.Path, &root, err)...))
 	}
 	return nil
 }
@@ -408,10 +409,6 @@ func expandVars(s string, lookup func(string) (string, bool), seen func(name, va
 	return out, nil
 }
 
-var typeRE = regexp.MustCompile(` in type [A-Za-z0-9_.\[\]*]+`)
-
-var unknownRE = regexp.MustCompile(`field (\S+) not found`)
-
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func sortedKeys(m map[string]string) []string {
@@ -421,28 +418,6 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// yamlMessage turns yaml.v3's errors into "file:line: message" lines.
-func yamlMessage(path string, err error) string {
-	var te *yaml.TypeError
-	msg := err.Error()
-	if errors.As(err, &te) {
-		msg = strings.Join(te.Errors, "; ")
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.ReplaceAll(msg, "line ", filepath.Base(orDefault(path))+":")
-	// "field comand not found in type registry.fileServer": the Go type
-	// means nothing to the person editing the file.
-	msg = typeRE.ReplaceAllString(msg, "")
-	return unknownRE.ReplaceAllString(msg, `unknown key "$1" (check its spelling and where it is indented; README.md lists every key)`)
-}
-
-func orDefault(path string) string {
-	if path == "" {
-		return "servers.yaml"
-	}
-	return path
 }
 
 // lineOf finds the line of the key at path in a YAML document; 0 if absent.
