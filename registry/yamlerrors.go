@@ -68,7 +68,7 @@ func splitYAMLLine(m string) (int, string) {
 }
 
 var (
-	yamlUnknownRE   = regexp.MustCompile(`^field (.+) not found in type (\S+)$`)
+	yamlUnknownRE   = regexp.MustCompile(`^field (\S+) not found in type (.+)$`)
 	yamlCannotRE    = regexp.MustCompile("^cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.+)$")
 	yamlDuplicateRE = regexp.MustCompile(`^mapping key (".*") already defined at line (\d+)$`)
 )
