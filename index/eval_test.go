@@ -331,6 +331,15 @@ func TestEvalVariants(t *testing.T) {
 		{"weights p0", f(4, 2, 2, 1, 4, 0, 2, 2, 0.75)},
 		{"weights p2", f(4, 2, 2, 1, 4, 2, 2, 2, 0.75)},
 	}
+	for _, d := range []int{20, 40} {
+		for _, cw := range []float64{0, 0.2, 0.4, 0.8} {
+			for _, hw := range []float64{0, 0.2, 0.4} {
+				variants = append(variants, variant{fmt.Sprintf("d%d cover %.1f head %.1f", d, cw, hw), func(o *options) {
+					o.rerankDepth, o.coverWeight, o.headWeight = d, cw, hw
+				}})
+			}
+		}
+	}
 	for _, v := range variants {
 		o := defaultOptions()
 		v.mod(&o)

@@ -57,6 +57,8 @@ type options struct {
 
 	rerankDepth  int     // candidates taken from bluge for reranking
 	domainWeight float64 // server-domain prior, as a share of the best bluge score
+	coverWeight  float64 // IDF-weighted share of the query an entry has, as a share of the best bluge score
+	headWeight   float64 // ... the share its name, title and lead sentence have
 
 	weakCoverage float64 // below this IDF-weighted share of the query in the top hit: Weak
 }
@@ -77,6 +79,8 @@ func defaultOptions() options {
 		typoWeight:      0.8,
 		rerankDepth:     20,
 		domainWeight:    0.2,
+		coverWeight:     0.2,
+		headWeight:      0.2,
 		weakCoverage:    0.3,
 	}
 }
@@ -92,6 +96,7 @@ type Index struct {
 	df      map[string]int // term -> entries having it in any field
 	nameDF  map[string]int // term -> entries having it in the server field (key, keywords)
 	terms   [][]string     // entry -> its sorted distinct terms
+	heads   [][]string     // entry -> sorted distinct terms of name, title and lead
 	speller *speller
 
 	names []nameForms // for Closest
@@ -117,6 +122,7 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		df:      map[string]int{},
 		nameDF:  map[string]int{},
 		terms:   make([][]string, len(entries)),
+		heads:   make([][]string, len(entries)),
 		names:   make([]nameForms, len(entries)),
 	}
 	ix.serverOf = make([]int32, len(entries))
@@ -205,6 +211,14 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		}
 		sort.Strings(ts)
 		ix.terms[i] = ts
+		var hs []string
+		for fi, f := range textFields {
+			if f == fieldName || f == fieldTitle || f == fieldLead {
+				hs = append(hs, fieldTerms[i][fi]...)
+			}
+		}
+		slices.Sort(hs)
+		ix.heads[i] = slices.Compact(hs)
 		for wd := range entryWords {
 			wordFreq[wd]++
 		}
@@ -446,10 +460,11 @@ type candidate struct {
 	score float64
 }
 
-// rerank adds the server-domain prior to bluge's scores and sorts.
+// rerank adds the server-domain prior and the query's coverage to bluge's
+// scores and sorts.
 func (ix *Index) rerank(cands []candidate, qts []queryTerm) {
+	top := cands[0].score
 	if ix.opts.domainWeight > 0 {
-		top := cands[0].score
 		dom := map[int32]float64{}
 		var best float64
 		for _, c := range cands {
@@ -474,6 +489,17 @@ func (ix *Index) rerank(cands []candidate, qts []queryTerm) {
 				if sid := ix.serverOf[cands[k].i]; sid >= 0 {
 					cands[k].score += ix.opts.domainWeight * top * dom[sid] / best
 				}
+			}
+		}
+	}
+	if ix.opts.coverWeight > 0 || ix.opts.headWeight > 0 {
+		for k := range cands {
+			i := cands[k].i
+			if ix.opts.coverWeight > 0 {
+				cands[k].score += ix.opts.coverWeight * top * ix.coverage(i, qts)
+			}
+			if ix.opts.headWeight > 0 {
+				cands[k].score += ix.opts.headWeight * top * ix.share(ix.heads[i], qts)
 			}
 		}
 	}
@@ -567,6 +593,11 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 // A confident hit covers the query's rare words; a hit that only shares
 // "create" and "page" with "create a Confluence page" is a poor match.
 func (ix *Index) coverage(i int, qts []queryTerm) float64 {
+	return ix.share(ix.terms[i], qts)
+}
+
+// share is the IDF-weighted share of the query's terms in the sorted terms ts.
+func (ix *Index) share(ts []string, qts []queryTerm) float64 {
 	var have, total float64
 	for _, qt := range qts {
 		w := ix.idf(ix.df[qt.term])
@@ -574,7 +605,6 @@ func (ix *Index) coverage(i int, qts []queryTerm) float64 {
 			w *= ix.opts.typoWeight
 		}
 		total += w
-		ts := ix.terms[i]
 		if j := sort.SearchStrings(ts, qt.term); j < len(ts) && ts[j] == qt.term {
 			have += w
 		}
