@@ -337,3 +337,12 @@ func TestConcurrentSearchAndSwap(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestSpellerKeepsFirstLetter(t *testing.T) {
+	s := newSpeller(map[string]int{"layout": 9, "dump": 9, "write": 3, "directory": 2})
+	for w, want := range map[string]string{"wirte": "write", "directroy": "directory", "payout": "", "bump": ""} {
+		if got := s.correct(w); got != want {
+			t.Errorf("correct(%q) = %q, want %q", w, got, want)
+		}
+	}
+}

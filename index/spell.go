@@ -3,7 +3,7 @@ package index
 import "sort"
 
 // speller corrects a query word that the catalog does not contain to the most
-// common catalog word one edit away (insert, delete, substitute, or swap two
+// common catalog word one edit away, with the same first letter (insert, delete, substitute, or swap two
 // neighbours: the typos people make). It uses symmetric deletes: every word
 // and every one-letter deletion of it is keyed to the word, so a lookup costs
 // a handful of map reads instead of a scan of the vocabulary.
@@ -61,6 +61,12 @@ func (s *speller) correct(w string) string {
 	try := func(key string) {
 		for _, id := range s.deletes[key] {
 			cand := s.words[id]
+			if cand[0] != w[0] {
+				// People rarely mistype a word's first letter, and a
+				// real word the catalog lacks is one letter from many
+				// others ("payout", "layout"; "bump", "dump").
+				continue
+			}
 			f := s.freq[id]
 			better := best < 0 || f > bestFreq || (f == bestFreq && cand < s.words[best])
 			if !better {
