@@ -378,9 +378,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 			cmd := exec.Command(command, args...)
 			cmd.Env = append(os.Environ(), env...)
 			cmd.Dir = s.Cwd
-			// Its own process group, so that stopping it also stops what it
-			// spawned (npx starts node, which may start more).
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.SysProcAttr = childAttrs() // npx starts node, which may start more
 			started(cmd)
 			return cmd, nil
 		}),
