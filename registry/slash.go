@@ -3,6 +3,7 @@ package registry
 import (
 	"path"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -28,8 +29,12 @@ func (p *parser) slash(in map[string]*fileSlash, gatedNames []string) ([]Slash, 
 			p.fail(line, "slash.%s: the entry is empty; give it at least a description", name)
 			continue
 		}
-		if !nameRE.MatchString(name) {
+		switch {
+		case !nameRE.MatchString(name):
 			p.fail(line, "slash.%s: a slash command's name may only use letters, digits, '_' and '-'", name)
+		case strings.Contains(name, "__"):
+			// "__" separates a server's prefix: downstream prompts use it.
+			p.fail(line, "slash.%s: a slash command's name may not contain \"__\" (it marks a server's prompts)", name)
 		}
 		sl := Slash{Name: name, Description: fs.Description, Tools: fs.Tools, Activity: fs.Activity,
 			Allow: fs.Allow, Pins: fs.Pins, Gated: fs.Gated, Line: line}

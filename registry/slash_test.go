@@ -77,6 +77,7 @@ func TestSlashConfigErrors(t *testing.T) {
 		{"gated without tools", "slash:\n  r:\n    description: x\n    gated: true\n", "s.yaml:4: slash.r.gated: the command forces no tools"},
 		{"gated never forced", "slash_gated:\n  - a__b\n", "s.yaml:2: slash_gated: no slash command forces a__b"},
 		{"argument without name", "slash:\n  r:\n    description: x\n    arguments:\n      - description: y\n", "s.yaml:5: slash.r.arguments[0]: give the argument a name"},
+		{"prefixed name", "slash:\n  a__b:\n    description: x\n", `s.yaml:2: slash.a__b: a slash command's name may not contain "__"`},
 		{"bad name", "slash:\n  r x:\n    description: x\n", "s.yaml:2: slash.r x: a slash command's name may only use"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

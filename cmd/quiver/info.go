@@ -256,9 +256,9 @@ Flags:
 			defer p.Close()
 			w := weigh(p)
 			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SERVER\tLEAN TOOLS\tLEAN BYTES\tLEAN TOKENS\tALL TOOLS\tALL BYTES\tALL TOKENS\t")
+			fmt.Fprintln(tw, "SERVER\tLEAN TOOLS\tLEAN BYTES\tLEAN TOKENS\tALL TOOLS\tALL BYTES\tALL TOKENS")
 			row := func(name string, x weight) {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, x.leanTools, x.leanBytes, x.leanBytes/4, x.allTools, x.allBytes, x.allBytes/4)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", name, x.leanTools, x.leanBytes, x.leanBytes/4, x.allTools, x.allBytes, x.allBytes/4)
 			}
 			for _, name := range w.order {
 				row(name, w.servers[name])
