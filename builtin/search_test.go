@@ -6,24 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/quiver-mcp/quiver/index"
 )
-
-type fakeIndex struct{ hits []index.Hit }
-
-func (f fakeIndex) Search(context.Context, index.Query) (index.Result, error) {
-	return index.Result{Hits: f.hits}, nil
-}
-func (f fakeIndex) Closest(string, int, ...index.Kind) []string { return nil }
-
-type fakeBinder struct{ bound [][]string }
-
-func (b *fakeBinder) Bind(names []string) []string {
-	b.bound = append(b.bound, names)
-	return names
-}
 
 type fakeMemory struct {
 	turn int
@@ -36,16 +20,12 @@ type gates map[string]string
 
 func (g gates) SlashFor(name string) (string, bool) { s, ok := g[name]; return s, ok }
 
-func hit(name string) index.Hit {
-	return index.Hit{Entry: index.Entry{Name: name, Kind: index.KindMCP, Description: "Does " + name + "."}, Score: 1}
-}
+func mcpHit(name string) index.Hit { return hit(name, index.KindMCP, "Does "+name+".") }
 
 func query(q string) json.RawMessage {
 	b, _ := json.Marshal(map[string]string{"query": q})
 	return b
 }
-
-func textOf(r *mcp.CallToolResult) string { return r.Content[0].(mcp.TextContent).Text }
 
 func TestLoopGuard(t *testing.T) {
 	type step struct {
@@ -72,13 +52,13 @@ func TestLoopGuard(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &fakeBinder{}
 			mem := &fakeMemory{}
-			st := SearchTool{Index: fakeIndex{[]index.Hit{hit("example__notes_add")}}, Binder: b, Memory: mem}
+			idx := &fakeSearcher{res: index.Result{Hits: []index.Hit{mcpHit("example__notes_add")}}}
+			st := SearchTool{Index: idx, Binder: &fakeBinder{}, Memory: mem}
 			for i, s := range tc.steps {
 				mem.turn = s.turn
 				res := st.Call(context.Background(), query(s.query))
-				out := textOf(res)
+				out := text(res)
 				switch {
 				case s.want == "" && res.IsError:
 					t.Fatalf("step %d %q: refused: %s", i, s.query, out)
@@ -99,16 +79,16 @@ func TestLoopGuard(t *testing.T) {
 func TestSlashGatedToolsAreDescribedNeverBound(t *testing.T) {
 	b := &fakeBinder{}
 	st := SearchTool{
-		Index:  fakeIndex{[]index.Hit{hit("lint__fix"), hit("lint__check")}},
+		Index:  &fakeSearcher{res: index.Result{Hits: []index.Hit{mcpHit("lint__fix"), mcpHit("lint__check")}}},
 		Binder: b,
 		Slash:  gates{"lint__fix": "autofix"},
 	}
 	res := st.Call(context.Background(), query("fix lint"))
-	out := textOf(res)
+	out := text(res)
 	if !strings.Contains(out, "- lint__fix [mcp] [slash: /autofix] — Does lint__fix.") {
 		t.Errorf("a slash-gated hit must be marked:\n%s", out)
 	}
-	if len(b.bound) != 1 || len(b.bound[0]) != 1 || b.bound[0][0] != "lint__check" {
+	if len(b.bound) != 1 || b.bound[0] != "lint__check" {
 		t.Errorf("bound %v, want only lint__check", b.bound)
 	}
 	if !strings.Contains(out, "Bound for your next step: lint__check\n") {

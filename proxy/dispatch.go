@@ -47,7 +47,11 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 
 // isBuiltin reports whether name is one of quiver's own tools.
 func isBuiltin(name string) bool {
-	return name == builtin.SearchToolsName || name == builtin.CallToolName
+	switch name {
+	case builtin.SearchToolsName, builtin.CallToolName, builtin.ReadFileName, builtin.RequestCapabilityName:
+		return true
+	}
+	return false
 }
 
 // dispatch is the one path every call takes: resolve, gate, forward.

@@ -128,20 +128,33 @@ func TestSurfaceOrderGolden(t *testing.T) {
 	c := r.connect("a")
 	c.turn = 1
 	c.list()
-	c.search("calendar events")
 	c.turn = 2
-	c.search("fetch a web page")
+	c.searchOne("fetch a web page")
+	c.searchOne("calendar events of a day")
+	// Always-on in config order, then forced, then found oldest first.
 	c.turn = 3
-	c.prompt("review", map[string]string{"topic": "groceries"})
-	// The review allows only ex__notes_*: calendar and web leave for this
-	// turn, and so does the always-on clock.
-	checkGolden(t, "surface-review.golden", c.listBytes())
+	c.prompt("tidy", nil)
+	checkGolden(t, "surface-forced.golden", c.listBytes())
+	// The review allows only ex__notes_*: what it does not allow leaves
+	// for this turn, the always-on clock included.
 	c.turn = 4
+	c.prompt("review", map[string]string{"topic": "groceries"})
+	checkGolden(t, "surface-review.golden", c.listBytes())
+	// Bound in turn 2, gone in turn 5; the slash commands' turns are over.
+	c.turn = 5
 	checkGolden(t, "surface-after.golden", c.listBytes())
 	// The same state lists the same bytes.
 	if a, b := c.listBytes(), c.listBytes(); !bytes.Equal(a, b) {
 		t.Fatalf("one state, two lists:\n%s\n%s", a, b)
 	}
+}
+
+func builtinNames() []string {
+	var out []string
+	for _, t := range builtinTools("auto") {
+		out = append(out, t.Name)
+	}
+	return out
 }
 
 func checkGolden(t *testing.T, name string, got []byte) {
@@ -169,8 +182,9 @@ func TestSearchBindsForTheNextRound(t *testing.T) {
 	r := newRig(t, rigConfig, rigTools()...)
 	c := r.connect("a")
 	c.turn = 1
-	if got := c.list(); !slices.Equal(got, []string{"search_tools", "call_tool", "ex__current_time"}) {
-		t.Fatalf("first list = %v", got)
+	always := append(builtinNames(), "ex__current_time")
+	if got := c.list(); !slices.Equal(got, always) {
+		t.Fatalf("first list = %v, want %v", got, always)
 	}
 	wantCode(t, c.call("ex__calendar_events", map[string]any{}), "deny.not_bound")
 	res := c.search("calendar events of a day")
@@ -180,7 +194,7 @@ func TestSearchBindsForTheNextRound(t *testing.T) {
 	if n := c.changes(); n != 1 {
 		t.Fatalf("%d list_changed after a search that bound, want 1", n)
 	}
-	if got := c.list(); !slices.Equal(got, []string{"search_tools", "call_tool", "ex__current_time", "ex__calendar_events"}) {
+	if got := c.list(); !slices.Equal(got, append(always, "ex__calendar_events")) {
 		t.Fatalf("list after search = %v", got)
 	}
 	wantCode(t, c.call("ex__calendar_events", map[string]any{}), "")
@@ -196,7 +210,9 @@ func TestSearchBindsForTheNextRound(t *testing.T) {
 	if got := c.list(); slices.Contains(got, "ex__calendar_events") {
 		t.Fatalf("expired binding still listed: %v", got)
 	}
-	if !strings.Contains(r.logText(), "surface: bound 4 tools (3 always-on, 0 forced, 1 found by search; filtered from 9)") ||
+	line := fmt.Sprintf("surface: bound %d tools (%d always-on, 0 forced, 1 found by search; filtered from %d)",
+		len(always)+1, len(always), len(builtinNames())+len(rigTools()))
+	if !strings.Contains(r.logText(), line) ||
 		!strings.Contains(r.logText(), "session=a") {
 		t.Errorf("log lacks the surface line:\n%s", r.logText())
 	}
@@ -286,7 +302,7 @@ func TestSlashCommand(t *testing.T) {
 	if n := c.changes(); n != 1 {
 		t.Fatalf("%d list_changed after the slash command, want 1", n)
 	}
-	if got, want := c.list(), []string{"search_tools", "call_tool", "ex__notes_list", "ex__notes_search"}; !slices.Equal(got, want) {
+	if got, want := c.list(), append(builtinNames(), "ex__notes_list", "ex__notes_search"); !slices.Equal(got, want) {
 		t.Fatalf("list in the review turn = %v, want %v", got, want)
 	}
 	wantCode(t, c.call("ex__notes_list", map[string]any{}), "")

@@ -10,7 +10,7 @@ import (
 
 // builtinNames are quiver's own tools: always on, so never forced, gated
 // or narrowed by a slash command.
-var builtinNames = []string{"search_tools", "call_tool"}
+var builtinNames = []string{"search_tools", "call_tool", "read_file", "request_capability"}
 
 // slash validates the slash: section and the top-level slash_gated list.
 func (p *parser) slash(in map[string]*fileSlash, gatedNames []string) ([]Slash, []string) {
