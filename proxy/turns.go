@@ -47,7 +47,18 @@ func (s *Server) clock(h *server.Hooks) {
 		if method == mcp.MethodInitialize || method == mcp.MethodPing {
 			return
 		}
-		s.session(ctx).touch(s.opts.Now())
+		cs := server.ClientSessionFromContext(ctx)
+		if cs == nil {
+			return
+		}
+		// Look up only: a response that outlives its session (a late
+		// answer after a DELETE) must not bring the session back.
+		s.mu.Lock()
+		ss := s.sessions[cs.SessionID()]
+		s.mu.Unlock()
+		if ss != nil {
+			ss.touch(s.opts.Now())
+		}
 	}
 	h.AddOnSuccess(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ any) { responded(ctx, method) })
 	h.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) { responded(ctx, method) })
