@@ -32,6 +32,24 @@ type SchemaSource interface {
 	InputSchema(name string) (json.RawMessage, bool)
 }
 
+// A SlashGates says which tools are slash-gated: found and described by a
+// search, never bound, run only through their slash command.
+type SlashGates interface {
+	// SlashFor returns the slash command a gated tool runs through.
+	SlashFor(name string) (string, bool)
+}
+
+// SearchTool is search_tools with what it needs for one session. Index and
+// Binder are required; a nil Schemas leaves schemas out of the answer, a
+// nil Slash gates nothing, a nil Memory turns the loop guard off.
+type SearchTool struct {
+	Index   Searcher
+	Binder  Binder
+	Schemas SchemaSource
+	Slash   SlashGates
+	Memory  SearchMemory
+}
+
 // SearchArgs are search_tools' arguments.
 type SearchArgs struct {
 	Query string `json:"query"`
@@ -43,7 +61,13 @@ type SearchArgs struct {
 const maxDescription = 160
 
 // Search runs search_tools. schemas may be nil (no schemas in the answer).
+// It is SearchTool without slash gates or a loop guard.
 func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw json.RawMessage) *mcp.CallToolResult {
+	return SearchTool{Index: s, Binder: b, Schemas: schemas}.Call(ctx, raw)
+}
+
+// Call runs search_tools with raw arguments.
+func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
 	var args SearchArgs
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
 	dec.DisallowUnknownFields()
@@ -62,27 +86,38 @@ func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw
 	if args.Limit < 0 || args.Limit > 10 {
 		return refuse("deny.args_invalid", fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
 	}
-	res, err := s.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Limit: args.Limit})
+	key := searchKey(args.Query, args.Kind)
+	if res := st.guard(key, args.Query); res != nil {
+		return res
+	}
+	res, err := st.Index.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Limit: args.Limit})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 
+	gate := func(name string) (string, bool) {
+		if st.Slash == nil {
+			return "", false
+		}
+		return st.Slash.SlashFor(name)
+	}
 	var bindable []string
 	for _, h := range res.Hits {
-		if h.Entry.Kind == index.KindMCP {
+		if _, gated := gate(h.Entry.Name); h.Entry.Kind == index.KindMCP && !gated {
 			bindable = append(bindable, h.Entry.Name)
 		}
 	}
 	bound := []string{}
 	if len(bindable) > 0 {
-		bound = b.Bind(bindable)
+		bound = st.Binder.Bind(bindable)
 	}
+	st.remember(key, bound)
 
 	var text strings.Builder
 	hits := make([]map[string]any, 0, len(res.Hits))
 	if len(res.Hits) == 0 {
 		fmt.Fprintf(&text, "No tools match %q.", args.Query)
-		if near := s.Closest(args.Query, 3, kinds...); len(near) > 0 {
+		if near := st.Index.Closest(args.Query, 3, kinds...); len(near) > 0 {
 			fmt.Fprintf(&text, " Closest names: %s.", strings.Join(near, ", "))
 		}
 		text.WriteString(" Nothing was bound; try other words.")
@@ -92,17 +127,22 @@ func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw
 		} else {
 			fmt.Fprintf(&text, "Matches for %q:\n", args.Query)
 		}
+		var gatedNames []string
 		for _, h := range res.Hits {
 			desc := firstSentence(h.Entry.Description, maxDescription)
-			fmt.Fprintf(&text, "- %s [%s] — %s", h.Entry.Name, h.Entry.Kind, desc)
+			hit := map[string]any{"name": h.Entry.Name, "kind": string(h.Entry.Kind), "description": desc, "score": round(h.Score)}
+			fmt.Fprintf(&text, "- %s [%s]", h.Entry.Name, h.Entry.Kind)
+			if slash, gated := gate(h.Entry.Name); gated {
+				fmt.Fprintf(&text, " [slash: /%s]", slash)
+				hit["slash"] = slash
+				gatedNames = append(gatedNames, h.Entry.Name)
+			}
+			fmt.Fprintf(&text, " — %s", desc)
 			if h.Entry.Path != "" {
 				fmt.Fprintf(&text, " (read it with read_file {\"path\": %q})", h.Entry.Path)
-			}
-			text.WriteByte('\n')
-			hit := map[string]any{"name": h.Entry.Name, "kind": string(h.Entry.Kind), "description": desc, "score": round(h.Score)}
-			if h.Entry.Path != "" {
 				hit["path"] = h.Entry.Path
 			}
+			text.WriteByte('\n')
 			hits = append(hits, hit)
 		}
 		if len(bound) > 0 {
@@ -110,13 +150,16 @@ func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw
 		} else {
 			text.WriteString("Nothing was bound.")
 		}
+		if len(gatedNames) > 0 {
+			fmt.Fprintf(&text, "\nNot bound: %s run only through their slash command; ask the user to run it.", strings.Join(gatedNames, ", "))
+		}
 	}
 	structured := map[string]any{"query": args.Query, "hits": hits, "bound": bound, "weak": res.Weak}
-	if schemas != nil && len(bound) > 0 {
+	if st.Schemas != nil && len(bound) > 0 {
 		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
 		all := map[string]json.RawMessage{}
 		for _, name := range bound {
-			if sch, ok := schemas.InputSchema(name); ok {
+			if sch, ok := st.Schemas.InputSchema(name); ok {
 				all[name] = compact(sch)
 				fmt.Fprintf(&text, "\n%s: %s", name, all[name])
 			}

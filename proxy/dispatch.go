@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -16,21 +17,21 @@ import (
 
 // handleDirect serves a tools/call of a downstream tool by name.
 func (s *Server) handleDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	ss := s.begin(ctx, req.Params.Meta)
+	ss := s.session(ctx)
 	return s.dispatch(ctx, ss, req.Params.Name, rawArgs(req), req.Params.Meta), nil
 }
 
 // handleBuiltin serves quiver's own tools.
 func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	ss := s.begin(ctx, req.Params.Meta)
+	ss := s.session(ctx)
 	st := s.state.Load()
 	switch req.Params.Name {
 	case builtin.SearchToolsName:
-		var schemas builtin.SchemaSource
+		search := builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: s.cfg, Memory: ss}
 		if s.cfg.Surface.Reveal != registry.RevealList {
-			schemas = schemaSource{st}
+			search.Schemas = schemaSource{st}
 		}
-		res := builtin.Search(ctx, searcher{st}, binder{s, ss}, schemas, rawArgs(req))
+		res := search.Call(ctx, rawArgs(req))
 		s.notify(ss)
 		return res, nil
 	case builtin.CallToolName:
@@ -44,19 +45,13 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 	return builtin.Refusal(gate.CodeUnknownTool, fmt.Sprintf("quiver has no builtin %q.", req.Params.Name)), nil
 }
 
-// begin finds the session and moves its turn clock.
-func (s *Server) begin(ctx context.Context, meta *mcp.Meta) *session {
-	ss := s.session(ctx)
-	explicit := ""
-	if meta != nil {
-		if v, ok := meta.AdditionalFields["quiver/turn"]; ok && v != nil {
-			explicit = fmt.Sprint(v)
-		}
+// isBuiltin reports whether name is one of quiver's own tools.
+func isBuiltin(name string) bool {
+	switch name {
+	case builtin.SearchToolsName, builtin.CallToolName, builtin.ReadFileName, builtin.RequestCapabilityName:
+		return true
 	}
-	if ss.advance(explicit, s.opts.Now(), s.cfg.Surface.TurnIdle) {
-		s.notify(ss) // bindings may have expired
-	}
-	return ss
+	return false
 }
 
 // dispatch is the one path every call takes: resolve, gate, forward.
@@ -65,7 +60,15 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	call := gate.Call{Session: ss.id, Name: name, Args: args, Turn: ss.currentTurn()}
 	if t, ok := st.cat.Lookup(name); ok {
 		call.Tool = s.gateTool(t)
+		call.Withheld = s.withheld(ss, name)
 		call.Visible = s.visible(ss, st, name)
+		if sl := ss.activeSlash(); sl != nil {
+			call.Activity, call.ReadOnlyActivity = sl.Activity, sl.ReadOnly
+			call.Forced = slices.Contains(sl.Tools, name)
+			if pins := sl.Pins[name]; len(pins) > 0 {
+				call.Pins = pins
+			}
+		}
 	} else {
 		call.Closest = st.ix.Closest(name, 3, index.KindMCP)
 	}
@@ -162,6 +165,7 @@ func (s *Server) gateTool(t registry.Tool) *gate.Tool {
 	if srv, ok := s.cfg.Server(t.Server); ok {
 		gt.Dir = srv.Cwd
 	}
+	_, gt.SlashGated = s.cfg.SlashFor(t.Exposed)
 	return gt
 }
 
@@ -182,23 +186,53 @@ func rawArgs(req mcp.CallToolRequest) json.RawMessage {
 // The small adapters below give builtin the capabilities it asks for,
 // bound to one session and one snapshot.
 
-type searcher struct{ st *snapshot }
+// searcher searches one snapshot for one session: withheld tools are
+// never in an answer, and do not take the place of tools that may be.
+type searcher struct {
+	s  *Server
+	ss *session
+	st *snapshot
+}
 
 func (x searcher) Search(ctx context.Context, q index.Query) (index.Result, error) {
-	return x.st.ix.Search(ctx, q)
+	res, err := x.st.ix.Search(ctx, q)
+	if err != nil || !slices.ContainsFunc(res.Hits, x.withheld) {
+		return res, err
+	}
+	want := len(res.Hits)
+	q.Limit = 10 // the index's most, so that withheld hits free their places
+	if res, err = x.st.ix.Search(ctx, q); err != nil {
+		return res, err
+	}
+	res.Hits = slices.DeleteFunc(res.Hits, x.withheld)
+	res.Hits = res.Hits[:min(want, len(res.Hits))]
+	return res, nil
 }
+
+func (x searcher) withheld(h index.Hit) bool { return x.s.withheld(x.ss, h.Entry.Name) }
 
 func (x searcher) Closest(text string, n int, kinds ...index.Kind) []string {
-	return x.st.ix.Closest(text, n, kinds...)
+	return slices.DeleteFunc(x.st.ix.Closest(text, n, kinds...), func(name string) bool { return x.s.withheld(x.ss, name) })
 }
 
+// binder binds only what may be bound: tools in the catalog, neither
+// withheld nor slash-gated.
 type binder struct {
 	s  *Server
 	ss *session
+	st *snapshot
 }
 
 func (b binder) Bind(names []string) []string {
-	return b.ss.bind(names, b.s.cfg.Surface.MaxBound)
+	ok := slices.DeleteFunc(slices.Clone(names), func(n string) bool {
+		_, known := b.st.cat.Lookup(n)
+		_, gated := b.s.cfg.SlashFor(n)
+		return !known || gated || b.s.withheld(b.ss, n)
+	})
+	if len(ok) == 0 {
+		return []string{}
+	}
+	return b.ss.bind(ok, b.s.cfg.Surface.MaxBound, b.s.cfg.Surface.BindTurns)
 }
 
 type schemaSource struct{ st *snapshot }

@@ -13,7 +13,8 @@ import (
 // Nothing it binds outlives the call.
 func (s *Server) Search(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
 	st := s.state.Load()
-	return builtin.Search(ctx, searcher{st}, binder{s, &session{id: "cli"}}, nil, args)
+	ss := &session{id: "cli"}
+	return builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: s.cfg}.Call(ctx, args)
 }
 
 // Surface returns the tools a new session sees first, and every tool quiver

@@ -56,6 +56,13 @@ func newTestServerWith(tb testing.TB, surface string, opts Options) (*Server, *c
 	case <-time.After(20 * time.Second):
 		tb.Fatal("the example server did not start")
 	}
+	return s, connectInProcess(tb, s)
+}
+
+// connectInProcess connects one more in-process client (a session of its
+// own) to s.
+func connectInProcess(tb testing.TB, s *Server) *client.Client {
+	tb.Helper()
 	c, err := client.NewInProcessClient(s.MCPServer())
 	if err != nil {
 		tb.Fatal(err)
@@ -69,5 +76,5 @@ func newTestServerWith(tb testing.TB, surface string, opts Options) (*Server, *c
 	if _, err := c.Initialize(context.Background(), init); err != nil {
 		tb.Fatal(err)
 	}
-	return s, c
+	return c
 }

@@ -159,14 +159,18 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		delete(s.sessions, cs.SessionID())
 		s.mu.Unlock()
 	})
+	s.clock(hooks)
 	s.mcp = server.NewMCPServer("quiver", registry.Version,
 		server.WithToolCapabilities(false),
+		// Slash commands are prompts; downstream prompts join them.
+		server.WithPromptCapabilities(true),
 		server.WithToolFilter(s.filter),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("quiver fronts many MCP servers. Your tool list is kept small: "+
 			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."),
 	)
+	s.mcp.AddPrompts(s.slashPrompts()...)
 	s.install(&registry.Catalog{})
 	return s, nil
 }
@@ -327,7 +331,10 @@ func (s *Server) install(cat *registry.Catalog) {
 		time.AfterFunc(10*time.Second, func() { _ = old.ix.Close() })
 	}
 	s.log.Debug("catalog installed", "gen", cat.Gen, "tools", len(cat.Tools))
-	s.notifyAll()
+	for _, ss := range s.allSessions() {
+		ss.forgetSearch() // the new catalog may answer the same search differently
+		s.notify(ss)
+	}
 }
 
 func alwaysLoad() *mcp.Meta {

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/registry"
 )
 
 // A binding is a tool a search found for a session, and the turn it was
@@ -19,30 +22,40 @@ type session struct {
 
 	mu       sync.Mutex
 	turn     int
-	explicit string // the host's last _meta["quiver/turn"]
-	lastSeen time.Time
+	explicit string    // the host's last _meta["quiver/turn"]
+	lastSeen time.Time // the last request or response
 	modern   bool      // protocol 2026-07-28: tools/list never changes as a side effect
 	found    []binding // in the order first found: a discovery only appends
+	// slash is the slash command the user ran, and the turn it started;
+	// it is in effect for that turn only.
+	slash     *registry.Slash
+	slashTurn int
+	// search is the loop guard's memory of the last search.
+	search builtin.LastSearch
 	// listed is the surface the client last saw or was told changed; nil
 	// until its first tools/list, so nothing is sent to a client that has
 	// not looked yet.
 	listed []string
+	// surfaced describes the surface last logged.
+	surfaced string
 }
 
-// advance moves the turn clock: an explicit turn from the host wins; else an
-// idle gap of at least idle since the last request starts a new turn.
-// It reports whether the turn changed.
-func (ss *session) advance(explicit string, now time.Time, idle time.Duration) bool {
+// advance moves the turn clock, in this order of trust: an explicit turn
+// from the host (any new value starts a turn, the same value never does);
+// else a user action (a slash command); else an idle gap of at least idle
+// since the last request or response. It reports whether the turn changed.
+func (ss *session) advance(explicit string, user bool, now time.Time, idle time.Duration) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	prev := ss.turn
 	switch {
 	case explicit != "":
-		// Any new value the host sends (a number or an id) is a new turn.
 		if explicit != ss.explicit {
 			ss.explicit = explicit
 			ss.turn++
 		}
+	case user:
+		ss.turn++
 	case !ss.lastSeen.IsZero() && idle > 0 && now.Sub(ss.lastSeen) >= idle:
 		ss.turn++
 	}
@@ -50,12 +63,24 @@ func (ss *session) advance(explicit string, now time.Time, idle time.Duration) b
 	return ss.turn != prev
 }
 
-// bind records names as found in the current turn, keeping at most max;
-// a name found again is refreshed in place (its position in the list does
-// not move, so the listed order stays append-only).
-func (ss *session) bind(names []string, max int) []string {
+// touch records a response: the idle gap counts from the last one.
+func (ss *session) touch(now time.Time) {
+	ss.mu.Lock()
+	if now.After(ss.lastSeen) {
+		ss.lastSeen = now
+	}
+	ss.mu.Unlock()
+}
+
+// bind records names as found in the current turn and returns them. A
+// binding still alive is refreshed in place (its position does not move,
+// so the listed order stays append-only); an expired one is dropped first,
+// so finding it again appends it as the discovery it is. At most max stay:
+// the ones found longest ago go first, ties to the earliest listed.
+func (ss *session) bind(names []string, max, turns int) []string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.found = slices.DeleteFunc(ss.found, func(b binding) bool { return ss.turn >= b.turn+turns })
 	for _, n := range names {
 		if i := slices.IndexFunc(ss.found, func(b binding) bool { return b.name == n }); i >= 0 {
 			ss.found[i].turn = ss.turn
@@ -64,7 +89,6 @@ func (ss *session) bind(names []string, max int) []string {
 		ss.found = append(ss.found, binding{name: n, turn: ss.turn})
 	}
 	for len(ss.found) > max {
-		// Evict the binding found longest ago; ties go to the earliest.
 		oldest := 0
 		for i, b := range ss.found {
 			if b.turn < ss.found[oldest].turn {
@@ -104,4 +128,36 @@ func (ss *session) currentTurn() int {
 
 func (ss *session) isBound(name string, turns int) bool {
 	return slices.Contains(ss.bound(turns), name)
+}
+
+// startSlash puts a slash command in effect for the current turn.
+func (ss *session) startSlash(sl *registry.Slash) {
+	ss.mu.Lock()
+	ss.slash, ss.slashTurn = sl, ss.turn
+	ss.mu.Unlock()
+}
+
+// activeSlash is the slash command in effect this turn, or nil.
+func (ss *session) activeSlash() *registry.Slash {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.slash == nil || ss.slashTurn != ss.turn {
+		return nil
+	}
+	return ss.slash
+}
+
+// Recall gives the loop guard the session's last search (builtin.SearchMemory).
+func (ss *session) Recall(f func(turn int, last *builtin.LastSearch)) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	f(ss.turn, &ss.search)
+}
+
+// forgetSearch resets the loop guard: after a catalog change the same
+// search may find something new.
+func (ss *session) forgetSearch() {
+	ss.mu.Lock()
+	ss.search = builtin.LastSearch{}
+	ss.mu.Unlock()
 }

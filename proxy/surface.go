@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -56,79 +57,140 @@ func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	return out
 }
 
-// surface lists, in order, the tools the session sees: builtins and
-// always-on tools in config order, then (per reveal mode) the tools its
-// searches bound, oldest first, or every tool in direct mode.
-func (s *Server) surface(ss *session, st *snapshot) []string {
-	var names []string
+// layers are what a session may call now without a search, in order and
+// with no name twice: always-on (builtins, then config's always_on),
+// forced by this turn's slash command, found by its own searches (oldest
+// first). No withheld tool is in any of them.
+type layers struct {
+	always, forced, found []string
+}
+
+func (l layers) all() []string {
+	return slices.Concat(l.always, l.forced, l.found)
+}
+
+func (s *Server) layers(ss *session, st *snapshot) layers {
+	var l layers
+	seen := map[string]bool{}
+	add := func(dst *[]string, n string) {
+		if _, ok := st.tools[n]; ok && !seen[n] && !s.withheld(ss, n) {
+			seen[n] = true
+			*dst = append(*dst, n)
+		}
+	}
 	for _, b := range builtinTools(s.cfg.Surface.Reveal) {
-		names = append(names, b.Name)
+		add(&l.always, b.Name)
 	}
 	for _, n := range s.cfg.Surface.AlwaysOn {
-		if _, ok := st.tools[n]; ok && !slices.Contains(names, n) {
-			names = append(names, n)
+		add(&l.always, n)
+	}
+	if sl := ss.activeSlash(); sl != nil {
+		for _, n := range sl.Tools {
+			add(&l.forced, n)
 		}
 	}
+	for _, n := range ss.bound(s.cfg.Surface.BindTurns) {
+		add(&l.found, n)
+	}
+	return l
+}
+
+// surface lists, in order, the tools the session's tools/list shows: the
+// always-on layer, then (per reveal mode) the forced and found layers, or
+// every other tool in direct mode.
+func (s *Server) surface(ss *session, st *snapshot) []string {
+	l := s.layers(ss, st)
 	switch s.cfg.Surface.Reveal {
 	case registry.RevealDirect:
+		names := slices.Concat(l.always, l.forced)
 		for _, t := range st.cat.Tools {
-			if _, ok := st.tools[t.Exposed]; ok && !slices.Contains(names, t.Exposed) {
-				names = append(names, t.Exposed)
+			n := t.Exposed
+			if _, ok := st.tools[n]; !ok || slices.Contains(names, n) || s.withheld(ss, n) {
+				continue
 			}
+			if _, gated := s.cfg.SlashFor(n); gated {
+				continue // listed only in the turn its slash command forces it
+			}
+			names = append(names, n)
 		}
+		return names
 	case registry.RevealAuto, registry.RevealList:
 		ss.mu.Lock()
 		modern := ss.modern
 		ss.mu.Unlock()
-		// A 2026-07-28 client's list must not change as a side effect of a
-		// call; it reaches found tools through call_tool.
+		// A 2026-07-28 client's list must not change as a side effect; it
+		// reaches forced and found tools through call_tool.
 		if modern && s.cfg.Surface.Reveal == registry.RevealAuto {
-			break
+			return l.always
 		}
-		for _, n := range ss.bound(s.cfg.Surface.BindTurns) {
-			if _, ok := st.tools[n]; ok && !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-		}
+		return l.all()
 	}
-	return names
+	return l.always
 }
 
-// visible reports whether the session may call name now.
-func (s *Server) visible(ss *session, st *snapshot, name string) bool {
-	if s.cfg.Surface.Reveal == registry.RevealDirect || slices.Contains(s.cfg.Surface.AlwaysOn, name) {
+// withheld reports whether the session may not see, bind or call name
+// now, whatever a search or a slash command says: an activity narrows the
+// catalog and nothing widens it. Today that is a tool outside the allow
+// list of this turn's slash command; switched-off tools belong here too.
+// quiver's builtins are never withheld.
+func (s *Server) withheld(ss *session, name string) bool {
+	if isBuiltin(name) {
+		return false
+	}
+	if sl := ss.activeSlash(); sl != nil && len(sl.Allow) > 0 && !registry.MatchAny(sl.Allow, name) {
 		return true
 	}
-	return ss.isBound(name, s.cfg.Surface.BindTurns)
+	return false
 }
 
-// notify tells one session that its tool list changed, if it did.
+// visible reports whether the session may call name now. A slash-gated
+// tool counts as visible so that the gate says why it will not run
+// (deny.slash_gated) instead of sending the model to a search that can
+// never bind it.
+func (s *Server) visible(ss *session, st *snapshot, name string) bool {
+	if s.cfg.Surface.Reveal == registry.RevealDirect {
+		return true
+	}
+	if _, gated := s.cfg.SlashFor(name); gated {
+		return true
+	}
+	return slices.Contains(s.layers(ss, st).all(), name)
+}
+
+// notify tells one session that its tool list changed, if it did, and
+// logs each change of what the session may call.
 func (s *Server) notify(ss *session) {
 	st := s.state.Load()
+	l := s.layers(ss, st)
 	names := s.surface(ss, st)
-	found := len(ss.bound(s.cfg.Surface.BindTurns))
+	desc := fmt.Sprintf("surface: bound %d tools (%d always-on, %d forced, %d found by search; filtered from %d)",
+		len(l.always)+len(l.forced)+len(l.found), len(l.always), len(l.forced), len(l.found), len(st.tools))
+	key := fmt.Sprint(l)
 	ss.mu.Lock()
-	if ss.listed == nil || slices.Equal(ss.listed, names) {
-		ss.mu.Unlock()
+	changed := ss.surfaced != key
+	ss.surfaced = key
+	send := ss.listed != nil && !slices.Equal(ss.listed, names)
+	if send {
+		ss.listed = names
+	}
+	ss.mu.Unlock()
+	if changed {
+		s.log.Info(desc, "session", ss.id, "turn", ss.currentTurn())
+	}
+	if !send {
 		return
 	}
-	ss.listed = names
-	ss.mu.Unlock()
-	s.log.Info("surface: tools/list changed",
-		"session", ss.id, "tools", len(names), "found", found, "catalog", len(st.cat.Tools))
 	if err := s.mcp.SendNotificationToSpecificClient(ss.id, mcp.MethodNotificationToolsListChanged, nil); err != nil {
 		s.log.Debug("list_changed not delivered", "session", ss.id, "err", err)
 	}
 }
 
-func (s *Server) notifyAll() {
+func (s *Server) allSessions() []*session {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	all := make([]*session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		all = append(all, ss)
 	}
-	s.mu.Unlock()
-	for _, ss := range all {
-		s.notify(ss)
-	}
+	return all
 }

@@ -14,7 +14,7 @@ import (
 // never sees a half-built index and that the swap needs no lock on the
 // search path.
 func TestSearchDuringRebuilds(t *testing.T) {
-	s, c := newTestServer(t, "surface: {reveal: auto}")
+	s, _ := newTestServer(t, "surface: {reveal: auto}")
 	cat := s.Catalog()
 	if len(cat.Tools) == 0 {
 		t.Fatal("the example server's tools are not in the catalog")
@@ -29,11 +29,15 @@ func TestSearchDuringRebuilds(t *testing.T) {
 	})
 	errs := make(chan string, 4)
 	for range 4 {
+		// One session per searcher, each search in a turn of its own: the
+		// loop guard refuses the same search twice in one turn.
+		c := connectInProcess(t, s)
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for turn := 1; ctx.Err() == nil; turn++ {
 				req := mcp.CallToolRequest{}
 				req.Params.Name = "search_tools"
 				req.Params.Arguments = map[string]any{"query": "take a note"}
+				req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{TurnMeta: turn}}
 				res, err := c.CallTool(context.Background(), req)
 				if err != nil || res.IsError {
 					errs <- "search failed during a rebuild"

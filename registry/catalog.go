@@ -79,3 +79,13 @@ func (c *Catalog) Status(server string) (ServerStatus, bool) {
 	}
 	return ServerStatus{}, false
 }
+
+// NewCatalog builds a catalog from tools as given (their Exposed names must
+// be unique), for tests and tools that put one together by hand.
+func NewCatalog(gen uint64, tools ...Tool) *Catalog {
+	cat := &Catalog{Gen: gen, Tools: tools, byName: map[string]int{}}
+	for i, t := range tools {
+		cat.byName[t.Exposed] = i
+	}
+	return cat
+}

@@ -42,6 +42,12 @@ type Config struct {
 	// surface's stability (catalog order, tie-breaks).
 	Servers []Server
 	Skills  Skills
+	// Slash are the slash commands (MCP prompts) in file order.
+	Slash []Slash
+	// SlashGated lists every slash-gated tool: the top-level slash_gated
+	// names and the tools of every slash entry with gated: true. Such a
+	// tool runs only in a turn whose slash command forced it.
+	SlashGated []string
 	// Secrets are the values that came from ${VAR} references in env and
 	// headers; they are redacted from everything quiver shows.
 	Secrets []Secret
@@ -74,6 +80,61 @@ type Surface struct {
 	MaxNameLen     int           `yaml:"max_name_len"`
 	TurnIdle       time.Duration `yaml:"turn_idle"`
 	MaxResultBytes int           `yaml:"max_result_bytes"`
+}
+
+// Activities quiver knows. review, plan and research are read-only: the
+// gate refuses every tool that is not a read. run is normal. A slash entry
+// may name any other activity if it says read_only: true or false.
+const (
+	ActivityReview   = "review"
+	ActivityPlan     = "plan"
+	ActivityResearch = "research"
+	ActivityRun      = "run"
+)
+
+// A Slash is one slash command: an MCP prompt that, when the user runs it,
+// starts a new turn that forces Tools onto the surface, sets the activity
+// and pins arguments, for that turn only.
+type Slash struct {
+	Name        string
+	Description string
+	Arguments   []SlashArgument
+	// Tools are exposed tool names forced for the command's turn, in order.
+	Tools []string
+	// Activity names the turn's activity ("" for none); ReadOnly makes the
+	// gate refuse every class but read during it.
+	Activity string
+	ReadOnly bool
+	// Allow, when set, narrows the turn to the tools whose exposed names
+	// match one of these globs (path.Match syntax); builtins stay.
+	Allow []string
+	// Pins fix argument values per tool: {tool: {argument: value}}.
+	Pins map[string]map[string]any
+	// Gated makes Tools slash-gated (see Config.SlashGated).
+	Gated bool
+	// Line is where the entry starts in the file.
+	Line int
+}
+
+// A SlashArgument is one argument a slash command takes.
+type SlashArgument struct {
+	Name        string
+	Description string
+	Required    bool
+}
+
+// SlashFor returns the slash command that forces the slash-gated tool
+// name, if name is slash-gated.
+func (c *Config) SlashFor(name string) (string, bool) {
+	if !slices.Contains(c.SlashGated, name) {
+		return "", false
+	}
+	for _, sl := range c.Slash {
+		if slices.Contains(sl.Tools, name) {
+			return sl.Name, true
+		}
+	}
+	return "", false
 }
 
 // Skills configures extra folders of skill and reference files.
@@ -142,6 +203,9 @@ type fileConfig struct {
 	Surface *Surface               `yaml:"surface"`
 	Servers map[string]*fileServer `yaml:"servers"`
 	Skills  *Skills                `yaml:"skills"`
+	Slash   map[string]*fileSlash  `yaml:"slash"`
+	// SlashGated names tools that run only through a slash command.
+	SlashGated []string `yaml:"slash_gated"`
 	// Sections owned by other packages: accepted here, validated by
 	// DecodeSections into the owner's types.
 	Fence  yaml.Node `yaml:"fence"`
@@ -159,6 +223,23 @@ type fileServer struct {
 	Prefix    *string           `yaml:"prefix"`
 	Keywords  []string          `yaml:"keywords"`
 	Timeout   time.Duration     `yaml:"timeout"`
+}
+
+type fileSlash struct {
+	Description string                    `yaml:"description"`
+	Arguments   []fileSlashArgument       `yaml:"arguments"`
+	Tools       []string                  `yaml:"tools"`
+	Activity    string                    `yaml:"activity"`
+	ReadOnly    *bool                     `yaml:"read_only"`
+	Allow       []string                  `yaml:"allow"`
+	Pins        map[string]map[string]any `yaml:"pins"`
+	Gated       bool                      `yaml:"gated"`
+}
+
+type fileSlashArgument struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Required    bool   `yaml:"required"`
 }
 
 // LoadConfig reads and validates the file at path.
@@ -209,6 +290,7 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 		prefixes[s.Prefix] = name
 		cfg.Servers = append(cfg.Servers, *s)
 	}
+	cfg.Slash, cfg.SlashGated = p.slash(fc.Slash, fc.SlashGated)
 	if len(p.errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(p.errs...))
 	}

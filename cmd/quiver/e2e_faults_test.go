@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,10 +174,11 @@ servers:
 func TestHTTPSessionsAreIsolated(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.yaml")
-	os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600)
+	os.WriteFile(cfg, []byte(exampleConfig("auto", slashConfig)), 0o600)
 	addr := freeAddr(t)
-	cmd := exec.Command(quiverBin, "serve", "--http", addr, "--config", cfg, "--state-dir", dir, "--log-level", "warn")
-	cmd.Stderr = testWriter{t}
+	cmd := exec.Command(quiverBin, "serve", "--http", addr, "--config", cfg, "--state-dir", dir, "--log-level", "info")
+	var logs syncBuffer
+	cmd.Stderr = io.MultiWriter(testWriter{t}, &logs)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +199,45 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	if res := a.call("example__notes_list", map[string]any{}); res.IsError {
 		t.Fatalf("session a: %s", textOf(res))
 	}
+	// A slash command in a forces nothing in b.
+	// (a's list may not change: its search had bound notes_add already.)
+	a.prompt("jot", nil)
+	b.noChange()
+	wantRefusal(t, b.call("example__notes_add", map[string]any{"title": "x", "body": "y"}), "deny.not_bound")
+	// The user sees each session's surface change, with its id.
+	sid := a.c.GetSessionId()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "surface: bound ") || !strings.Contains(logs.String(), "session="+sid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no surface log line for session %s:\n%s", sid, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "1 forced") {
+		t.Errorf("the slash command's forced tool is not in the surface log:\n%s", logs.String())
+	}
 	// DNS-rebinding protection: a foreign Host header over loopback is refused.
 	if code := statusWithHost(t, url, "evil.example.com"); code != http.StatusForbidden {
 		t.Fatalf("a request with Host evil.example.com got %d, want 403", code)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func statusWithHost(t *testing.T, url, host string) int {

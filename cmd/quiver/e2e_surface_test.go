@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -204,6 +205,137 @@ fence:
 			if !bytes.Contains(b, []byte(`"path"`)) {
 				t.Fatalf("schema lost its properties: %s", b)
 			}
+		}
+	}
+}
+
+const slashConfig = `
+slash:
+  jot:
+    description: Take a note.
+    arguments:
+      - name: title
+        description: The note's title.
+    tools: [example__notes_add]
+    activity: run
+  probe:
+    description: Echo with a pinned value.
+    tools: [example__echo]
+    activity: review
+    pins:
+      example__echo: {value: pinned}
+    gated: true
+`
+
+func (h *host) prompt(name string, args map[string]string) string {
+	h.t.Helper()
+	req := mcp.GetPromptRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := h.c.GetPrompt(h.ctx(), req)
+	if err != nil {
+		h.t.Fatalf("prompts/get %s: %v", name, err)
+	}
+	var parts []string
+	for _, m := range res.Messages {
+		if tc, ok := m.Content.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestSlashCommandsOverStdio(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", slashConfig), hostOptions{})
+	always := h.waitTools("example__current_time")
+	lp, err := h.c.ListPrompts(h.ctx(), mcp.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts []string
+	for _, p := range lp.Prompts {
+		prompts = append(prompts, p.Name)
+	}
+	if !slices.Contains(prompts, "jot") || !slices.Contains(prompts, "probe") {
+		t.Fatalf("prompts/list = %v", prompts)
+	}
+	h.drain()
+	h.turn = 1
+
+	// Slash-gated: found and marked, never bound, refused outside its turn.
+	res := h.searchUntil("echo arguments back", "example__echo")
+	if !strings.Contains(textOf(res), "example__echo [mcp] [slash: /probe]") || strings.Contains(textOf(res), "Bound for your next step: example__echo") {
+		t.Fatalf("search answer for a slash-gated tool:\n%s", textOf(res))
+	}
+	wantRefusal(t, h.call("example__echo", map[string]any{"value": 1}), "deny.slash_gated")
+	h.drain()
+
+	// A prompts/get is a new turn by itself (no meta): the forced tool
+	// joins the list after the always-on ones, with one list_changed.
+	text := h.prompt("jot", map[string]string{"title": "groceries"})
+	if !strings.Contains(text, "- example__notes_add — Save a new note") || !strings.Contains(text, "call_tool") {
+		t.Fatalf("the prompt must name the forced tool and call_tool:\n%s", text)
+	}
+	h.waitChanged()
+	names, _ := h.list()
+	if !slices.Equal(names, append(slices.Clone(always), "example__notes_add")) {
+		t.Fatalf("in the jot turn tools/list = %v", names)
+	}
+	if r := h.call("call_tool", map[string]any{"name": "example__notes_add", "arguments": map[string]any{"title": "groceries", "body": "milk"}}); r.IsError {
+		t.Fatalf("the forced tool through call_tool: %s", textOf(r))
+	}
+	// The next turn: gone again.
+	h.turn = 2
+	wantRefusal(t, h.call("example__notes_add", map[string]any{"title": "a", "body": "b"}), "deny.not_bound")
+	h.waitChanged()
+	if names, _ := h.list(); slices.Contains(names, "example__notes_add") {
+		t.Fatalf("a forced tool outlived its turn: %v", names)
+	}
+
+	// The gated command: its tool runs in its turn, with its pins applied.
+	h.drain()
+	h.prompt("probe", nil)
+	h.waitChanged()
+	echo := h.call("example__echo", map[string]any{"value": "mine"})
+	if echo.IsError || !strings.Contains(textOf(echo), `"pinned"`) || strings.Contains(textOf(echo), "mine") {
+		t.Fatalf("the pinned value must reach the tool: %s", textOf(echo))
+	}
+	h.turn = 3
+	wantRefusal(t, h.call("example__echo", map[string]any{"value": 1}), "deny.slash_gated")
+}
+
+func TestLoopGuardOverStdio(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
+	h.waitTools("example__current_time")
+	h.turn = 1
+	h.searchUntil("take a note", "example__notes_add")
+	for i := 1; i <= 3; i++ {
+		res := h.search("NOTE take a")
+		wantRefusal(t, res, "deny.repeated_search")
+		if !strings.Contains(textOf(res), "example__notes_add") {
+			t.Fatalf("repeat %d must name the bound tools: %s", i, textOf(res))
+		}
+	}
+	wantRefusal(t, h.search("take a note"), "deny.search_loop")
+	h.turn = 2
+	if res := h.search("take a note"); res.IsError {
+		t.Fatalf("a new turn resets the guard: %s", textOf(res))
+	}
+}
+
+func TestTokensCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	if err := os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(quiverBin, "tokens", "--config", cfg, "--state-dir", filepath.Join(dir, "state")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("quiver tokens: %v\n%s", err, out)
+	}
+	for _, want := range []string{"SERVER", "quiver", "example", "total", "% saved"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("quiver tokens lacks %q:\n%s", want, out)
 		}
 	}
 }

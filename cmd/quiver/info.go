@@ -213,20 +213,120 @@ Flags:
 			for _, prob := range cat.Problems {
 				fmt.Fprintf(e.stdout, "problem: %s\n", prob)
 			}
-			lean, full := p.Surface()
-			lb, fb := size(lean), size(full)
-			fmt.Fprintf(e.stdout, "\nsurface: %d tools, %d bytes (~%d tokens) listed first; all %d tools would be %d bytes (~%d tokens)",
-				len(lean), lb, lb/4, len(full), fb, fb/4)
-			if fb > 0 {
-				fmt.Fprintf(e.stdout, ": %.0f%% saved", 100*(1-float64(lb)/float64(fb)))
-			}
-			fmt.Fprintln(e.stdout)
+			w := weigh(p)
+			fmt.Fprintf(e.stdout, "\nsurface: %s\n", w.total.summary())
 			if down > 0 {
 				return fmt.Errorf("%d of %d servers are not up", down, len(cat.Servers))
 			}
 			return nil
 		},
 	}
+}
+
+func tokensCmd() *command {
+	return &command{
+		summary: "weigh the lean surface against listing every tool",
+		usage:   "tokens [--config PATH] [--wait D]",
+		help: `
+Loads the configuration, starts every server, and prints what a model reads
+first (the lean surface: quiver's own tools and the always-on ones) against
+what listing every enabled tool would cost, per server and in total, in
+bytes of tools/list JSON and estimated tokens (4 bytes a token). quiver's
+own tools are the row "quiver". A server's row counts its tools' JSON; the
+total is the whole tools/list result.
+
+Flags:
+  --wait D   how long to wait for servers to start (default 30s)`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			var c common
+			var wait time.Duration
+			fs := newFlags("tokens")
+			c.register(fs)
+			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			if err := parse(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 {
+				return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+			}
+			p, err := started(ctx, e, &c, wait)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			w := weigh(p)
+			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tLEAN TOOLS\tLEAN BYTES\tLEAN TOKENS\tALL TOOLS\tALL BYTES\tALL TOKENS")
+			row := func(name string, x weight) {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", name, x.leanTools, x.leanBytes, x.leanBytes/4, x.allTools, x.allBytes, x.allBytes/4)
+			}
+			for _, name := range w.order {
+				row(name, w.servers[name])
+			}
+			row("total", w.total)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "\n%s\n", w.total.summary())
+			return nil
+		},
+	}
+}
+
+// weight is the size of a set of tool definitions, lean and all.
+type weight struct {
+	leanTools, leanBytes, allTools, allBytes int
+}
+
+func (x weight) summary() string {
+	s := fmt.Sprintf("%d tools, %d bytes (~%d tokens) listed first; all %d tools would be %d bytes (~%d tokens)",
+		x.leanTools, x.leanBytes, x.leanBytes/4, x.allTools, x.allBytes, x.allBytes/4)
+	if x.allBytes > 0 {
+		s += fmt.Sprintf(": %.0f%% saved", 100*(1-float64(x.leanBytes)/float64(x.allBytes)))
+	}
+	return s
+}
+
+// weights are a proxy's surface weighed per server ("quiver" for the
+// builtins) and in total, for doctor and tokens.
+type weights struct {
+	order   []string
+	servers map[string]weight
+	total   weight
+}
+
+func weigh(p *proxy.Server) weights {
+	lean, full := p.Surface()
+	cat := p.Catalog()
+	w := weights{servers: map[string]weight{}}
+	owner := func(name string) string {
+		if t, ok := cat.Lookup(name); ok {
+			return t.Server
+		}
+		return "quiver"
+	}
+	add := func(tools []mcp.Tool, isLean bool) {
+		for _, t := range tools {
+			srv := owner(t.Name)
+			if _, ok := w.servers[srv]; !ok {
+				w.order = append(w.order, srv)
+			}
+			x := w.servers[srv]
+			b, _ := json.Marshal(t)
+			if isLean {
+				x.leanTools++
+				x.leanBytes += len(b)
+			} else {
+				x.allTools++
+				x.allBytes += len(b)
+			}
+			w.servers[srv] = x
+		}
+	}
+	add(full, false)
+	add(lean, true)
+	w.total = weight{leanTools: len(lean), leanBytes: size(lean), allTools: len(full), allBytes: size(full)}
+	return w
 }
 
 func size(tools []mcp.Tool) int {

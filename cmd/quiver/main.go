@@ -53,6 +53,7 @@ func commands() map[string]*command {
 		"search":         searchCmd(),
 		"tools":          toolsCmd(),
 		"doctor":         doctorCmd(),
+		"tokens":         tokensCmd(),
 		"version":        versionCmd(),
 		"example-server": exampleServerCmd(),
 		"approve":        approveCmd(),
