@@ -49,6 +49,7 @@ type options struct {
 	descDistinct bool
 
 	describeThings  bool    // replace paths, URLs, addresses in queries by their kind
+	thingWeight     float64 // weight of a term only a thing's kind brought
 	serverBoost     float64 // query term naming a server: extra clause on the server field
 	serverShare     float64 // ... when at least this share of the entries with the term have it as server
 	relatedWeight   float64 // weight of a related synonym's term
@@ -72,6 +73,7 @@ func defaultOptions() options {
 		k1: 2, b: 0.75,
 		descCap: 60, descDistinct: true,
 		describeThings:  true,
+		thingWeight:     0.7,
 		serverBoost:     5,
 		serverShare:     0.5,
 		relatedWeight:   0.3,
@@ -527,14 +529,26 @@ func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
 // queryTerms analyzes text and corrects words the catalog does not have.
 func (ix *Index) queryTerms(text string) []queryTerm {
 	var a analyzer
+	var own map[string]bool // terms the query has without its things' kinds
 	if ix.opts.describeThings {
-		text = describeThings(text)
+		if d := describeThings(text); d != text {
+			own = map[string]bool{}
+			for _, t := range a.analyze(stripThings(text), nil) {
+				own[t.term] = true
+			}
+			text = d
+		}
 	}
 	toks := a.analyze(text, nil)
 	out := make([]queryTerm, 0, len(toks))
 	seen := map[string]bool{}
 	for _, t := range toks {
 		qt := queryTerm{term: t.term, weight: 1}
+		if own != nil && !own[t.term] {
+			// "phone number" for +15551234567 says what an argument is,
+			// less what the tool does.
+			qt.weight = ix.opts.thingWeight
+		}
 		if ix.df[t.term] == 0 && ix.opts.typoWeight > 0 && !strings.Contains(t.word, " ") {
 			if c := ix.speller.correct(t.word); c != "" {
 				if ct := a.analyze(c, nil); len(ct) == 1 {
