@@ -115,8 +115,10 @@ type Call struct {
 	// Closest holds the nearest known names, offered when Tool is nil.
 	Closest []string
 	// Withheld is true when the tool exists but is switched off or outside
-	// the current activity.
-	Withheld bool
+	// the current activity; WithheldWhy, when set, says which, as the end
+	// of a sentence ("the current /review allows only read tools").
+	Withheld    bool
+	WithheldWhy string
 	// Visible is true when the session may call the tool now: always-on,
 	// forced by a slash command, or bound by one of its searches.
 	Visible bool
@@ -594,11 +596,17 @@ func resolve(c Call) (Decision, bool) {
 		reason += " Use search_tools to find the tool you need."
 		return deny(CodeUnknownTool, reason), true
 	case c.Withheld:
-		return deny(CodeWithheld, fmt.Sprintf("The tool %q is switched off here; ask the user to enable it, or use another tool.", c.Name)), true
+		why := c.WithheldWhy
+		if why == "" {
+			why = "it is switched off here; ask the user to enable it, or use another tool"
+		}
+		return deny(CodeWithheld, fmt.Sprintf("The tool %q is not available: %s.", c.Name, why)), true
+	case c.Tool.SlashGated && !c.Forced:
+		// Before visibility: searching can never bind a slash-gated tool,
+		// so "search first" would send the model in a circle.
+		return deny(CodeSlashGated, fmt.Sprintf("The tool %q runs only through its slash command; ask the user to run that command.", c.Name)), true
 	case !c.Visible:
 		return deny(CodeNotBound, fmt.Sprintf("The tool %q is not available yet: search for it first with search_tools, then call it.", c.Name)), true
-	case c.Tool.SlashGated && !c.Forced:
-		return deny(CodeSlashGated, fmt.Sprintf("The tool %q runs only through its slash command; ask the user to run that command.", c.Name)), true
 	}
 	return Decision{}, false
 }

@@ -143,15 +143,11 @@ func (s *Server) withheld(ss *session, name string) bool {
 	return false
 }
 
-// visible reports whether the session may call name now. A slash-gated
-// tool counts as visible so that the gate says why it will not run
-// (deny.slash_gated) instead of sending the model to a search that can
-// never bind it.
+// visible reports whether the session may call name now. (The gate
+// checks slash gating first, so a slash-gated tool gets deny.slash_gated,
+// not a "search first" that could never bind it.)
 func (s *Server) visible(ss *session, st *snapshot, name string) bool {
 	if s.cfg.Surface.Reveal == registry.RevealDirect {
-		return true
-	}
-	if _, gated := s.cfg.SlashFor(name); gated {
 		return true
 	}
 	return slices.Contains(s.layers(ss, st).all(), name)
