@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -52,11 +53,11 @@ type relay struct {
 	mu       sync.Mutex
 	next     uint64
 	flights  map[uint64]*flight
-	progress map[string]progressRoute          // downstream token -> upstream
-	sessions map[string]server.ClientSession   // registered upstream sessions
-	levels   map[string]mcp.LoggingLevel       // sessions that set a logging level
-	subs     map[string]map[string]bool        // exposed resource URI -> sessions
-	roots    map[string]*rootsCache            // per session, for the gate
+	progress map[string]progressRoute        // downstream token -> upstream
+	sessions map[string]server.ClientSession // registered upstream sessions
+	levels   map[string]mcp.LoggingLevel     // sessions that set a logging level
+	subs     map[string]map[string]bool      // exposed resource URI -> sessions
+	roots    map[string]*rootsCache          // per session, for the gate
 }
 
 // A flight is one request quiver forwarded downstream and still waits on.
@@ -224,7 +225,11 @@ func (r *relay) clientOptions(srv string) []client.ClientOption {
 }
 
 func (p peer) fail(method string, err error) error {
-	p.r.s.log.Warn("downstream request not relayed", "server", p.server, "method", method, "err", err)
+	level := slog.LevelWarn
+	if errors.Is(err, errNoCapability) {
+		level = slog.LevelInfo // the host said it cannot; nothing is wrong
+	}
+	p.r.s.log.Log(context.Background(), level, "downstream request not relayed", "server", p.server, "method", method, "err", err)
 	return fmt.Errorf("quiver: %s: %w", method, err)
 }
 
