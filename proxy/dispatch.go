@@ -57,7 +57,7 @@ func isBuiltin(name string) bool {
 // dispatch is the one path every call takes: resolve, gate, forward.
 func (s *Server) dispatch(ctx context.Context, ss *session, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
 	st := s.state.Load()
-	call := gate.Call{Session: ss.id, Name: name, Args: args, Turn: ss.currentTurn()}
+	call := gate.Call{Session: ss.id, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
 	if t, ok := st.cat.Lookup(name); ok {
 		call.Tool = s.gateTool(t)
 		call.Withheld = s.withheld(ss, name)
@@ -78,7 +78,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 		log.Info("call refused", "reason", d.Reason)
 		return builtin.Refusal(d.Code, registry.Redact(d.Reason, s.cfg.Secrets))
 	}
-	res, err := s.reg.Call(ctx, name, d.Args, meta)
+	res, err := s.forward(ctx, name, d.Args, meta)
 	if err != nil {
 		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg.Secrets))
 		code, outcome := "error.downstream", gate.OutcomeError

@@ -24,7 +24,7 @@ func (s *Server) Surface() (lean, full []mcp.Tool) {
 	for _, n := range s.surface(&session{}, st) {
 		lean = append(lean, st.tools[n])
 	}
-	full = append(full, builtinTools(s.cfg.Surface.Reveal)...)
+	full = append(full, s.builtins()...)
 	for _, t := range st.cat.Tools {
 		if def, ok := st.tools[t.Exposed]; ok {
 			full = append(full, def)

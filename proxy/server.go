@@ -57,6 +57,13 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 
+	// relay and pass carry everything but tools/call (relay.go,
+	// passthrough.go); transparent hides quiver's own tools so that one
+	// server with prefix "" under reveal: direct looks like itself.
+	relay       *relay
+	pass        *mirror
+	transparent bool
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ready  chan struct{} // closed after the first index that follows registry.Ready
@@ -138,11 +145,15 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		sessions: map[string]*session{},
 		ready:    make(chan struct{}),
 	}
+	s.relay, s.pass = newRelay(s), newMirror(s)
+	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
 	s.reg = registry.New(cfg, registry.Options{
-		Logger:     opts.Logger,
-		StateDir:   opts.StateDir,
-		Executable: opts.Executable,
-		OnChange:   s.catalogChanged,
+		Logger:              opts.Logger,
+		StateDir:            opts.StateDir,
+		Executable:          opts.Executable,
+		OnChange:            s.catalogChanged,
+		ServerClientOptions: s.relay.clientOptions,
+		OnNotification:      s.relay.notification,
 	})
 
 	hooks := &server.Hooks{}
@@ -158,19 +169,25 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		s.mu.Lock()
 		delete(s.sessions, cs.SessionID())
 		s.mu.Unlock()
+		s.relay.unregister(cs.SessionID())
 	})
 	s.clock(hooks)
-	s.mcp = server.NewMCPServer("quiver", registry.Version,
+	s.passThroughHooks(hooks)
+	mcpOpts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		// Slash commands are prompts; downstream prompts join them.
 		server.WithPromptCapabilities(true),
 		server.WithToolFilter(s.filter),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
-		server.WithInstructions("quiver fronts many MCP servers. Your tool list is kept small: "+
-			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."),
-	)
+	}
+	if !s.transparent {
+		mcpOpts = append(mcpOpts, server.WithInstructions("quiver fronts many MCP servers. Your tool list is kept small: "+
+			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."))
+	}
+	s.mcp = server.NewMCPServer("quiver", registry.Version, append(mcpOpts, s.passThroughOptions()...)...)
 	s.mcp.AddPrompts(s.slashPrompts()...)
+	s.passThroughInstall()
 	s.install(&registry.Catalog{})
 	return s, nil
 }
@@ -237,6 +254,7 @@ func (s *Server) HTTPHandler() *server.StreamableHTTPServer {
 
 // catalogChanged is the registry's hook; the newest catalog wins.
 func (s *Server) catalogChanged(cat *registry.Catalog) {
+	s.pass.catalog(cat)
 	for {
 		select {
 		case s.changes <- cat:
@@ -285,9 +303,9 @@ func (s *Server) rebuildLoop(ctx context.Context) {
 // install builds the index and the listed definitions for cat, swaps them
 // in, registers the tools with mcp-go, and tells sessions whose list changed.
 func (s *Server) install(cat *registry.Catalog) {
-	entries := append(builtinEntries(s.cfg.Surface.Reveal), s.skillEntries()...)
+	entries := append(builtinEntries(s.builtins()), s.skillEntries()...)
 	tools := map[string]mcp.Tool{}
-	for _, t := range builtinTools(s.cfg.Surface.Reveal) {
+	for _, t := range s.builtins() {
 		tools[t.Name] = t
 	}
 	var serverTools []server.ServerTool
@@ -321,7 +339,7 @@ func (s *Server) install(cat *registry.Catalog) {
 		s.log.Error("index build failed; keeping the previous index", "err", err)
 		return
 	}
-	for _, b := range builtinTools(s.cfg.Surface.Reveal) {
+	for _, b := range s.builtins() {
 		serverTools = append(serverTools, server.ServerTool{Tool: b, Handler: s.handleBuiltin})
 	}
 	old := s.state.Swap(&snapshot{cat: cat, ix: ix, tools: tools})
@@ -354,9 +372,18 @@ func builtinTools(reveal string) []mcp.Tool {
 	return out
 }
 
-func builtinEntries(reveal string) []index.Entry {
+// builtins are quiver's own tools on this server's surface: none in
+// transparent mode.
+func (s *Server) builtins() []mcp.Tool {
+	if s.transparent {
+		return nil
+	}
+	return builtinTools(s.cfg.Surface.Reveal)
+}
+
+func builtinEntries(builtins []mcp.Tool) []index.Entry {
 	var out []index.Entry
-	for _, t := range builtinTools(reveal) {
+	for _, t := range builtins {
 		out = append(out, index.Entry{Name: t.Name, Kind: index.KindCore, Description: t.Description,
 			Params: index.ParamsFromSchema(t.RawInputSchema), ReadOnly: true})
 	}

@@ -78,7 +78,7 @@ func (s *Server) layers(ss *session, st *snapshot) layers {
 			*dst = append(*dst, n)
 		}
 	}
-	for _, b := range builtinTools(s.cfg.Surface.Reveal) {
+	for _, b := range s.builtins() {
 		add(&l.always, b.Name)
 	}
 	for _, n := range s.cfg.Surface.AlwaysOn {

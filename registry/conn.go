@@ -186,6 +186,9 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 		return nil, nil, nil, err
 	}
 	opts := append([]client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION)}, c.reg.opts.ClientOptions...)
+	if f := c.reg.opts.ServerClientOptions; f != nil {
+		opts = append(opts, f(c.srv.Name)...)
+	}
 	cl := client.NewClient(tr, opts...)
 	stop := func() {
 		_ = cl.Close()
@@ -216,6 +219,9 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 			c.relist.Store(true)
 			// Never list on the read loop: the answer would wait behind us.
 			go c.refresh(ctx, cl)
+		}
+		if f := c.reg.opts.OnNotification; f != nil {
+			f(c.srv.Name, n)
 		}
 	})
 	ictx, cancel := context.WithTimeout(ctx, max(c.srv.Timeout, startTimeout))

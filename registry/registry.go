@@ -39,6 +39,14 @@ type Options struct {
 	// ClientOptions are added to every downstream client (handlers for
 	// sampling, elicitation and roots requests from downstream servers).
 	ClientOptions []client.ClientOption
+	// ServerClientOptions, when set, gives the options added to the named
+	// server's client only: handlers that must know which server asks.
+	ServerClientOptions func(server string) []client.ClientOption
+	// OnNotification, when set, receives every notification a downstream
+	// server sends (tools/list_changed included, after the registry acted
+	// on it). It runs on the client's read loop: it must not block, and it
+	// must never send a request to that server itself.
+	OnNotification func(server string, n mcp.JSONRPCNotification)
 }
 
 // A Registry runs the downstream servers of one Config.

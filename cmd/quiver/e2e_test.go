@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,6 +102,12 @@ type host struct {
 type hostOptions struct {
 	modern bool // let the client negotiate 2026-07-28
 	args   []string
+	// client adds options to the host's client (sampling, elicitation and
+	// roots handlers); notify sees every notification quiver sends it;
+	// stderr also receives quiver's log.
+	client []client.ClientOption
+	notify func(mcp.JSONRPCNotification)
+	stderr io.Writer
 }
 
 // startQuiver writes cfg to a servers.yaml and connects a host to
@@ -113,8 +120,12 @@ func startQuiver(t testing.TB, cfg string, o hostOptions) *host {
 		t.Fatal(err)
 	}
 	args := append([]string{"serve", "--config", path, "--state-dir", filepath.Join(dir, "state"), "--log-level", "warn"}, o.args...)
-	tr := transport.NewStdioWithOptions(quiverBin, nil, args, transport.WithCommandStderrWriter(testWriter{t}))
-	var opts []client.ClientOption
+	var stderr io.Writer = testWriter{t}
+	if o.stderr != nil {
+		stderr = io.MultiWriter(stderr, o.stderr)
+	}
+	tr := transport.NewStdioWithOptions(quiverBin, nil, args, transport.WithCommandStderrWriter(stderr))
+	opts := append([]client.ClientOption(nil), o.client...)
 	if !o.modern {
 		opts = append(opts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	}
@@ -128,6 +139,9 @@ func startQuiver(t testing.TB, cfg string, o hostOptions) *host {
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			h.changed <- struct{}{}
+		}
+		if o.notify != nil {
+			o.notify(n)
 		}
 	})
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)

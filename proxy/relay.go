@@ -1,0 +1,547 @@
+package proxy
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// The relay carries what is not a tools/call between the upstream sessions
+// and the downstream servers: requests a downstream server sends back
+// (sampling, elicitation, roots), progress, logging and resource updates.
+//
+// Its one hard problem is attribution. mcp-go hands a downstream server's
+// request to quiver with the transport's ctx, not the ctx of the call that
+// caused it, so the relay keeps a table of flights: every request quiver has
+// forwarded downstream and not yet seen answered, with the upstream session
+// and handler ctx that made it. A server-to-client request from server S is
+// routed by this rule:
+//
+//  1. If it arrived on the HTTP response stream of one of quiver's own
+//     requests (streamable HTTP downstreams do this), its ctx carries that
+//     flight: it goes to that flight's session, on that call's stream.
+//  2. Otherwise, if every flight in the air on S belongs to one session, it
+//     goes to that session (on the newest of its calls to S).
+//  3. Otherwise, if nothing is in flight on S and exactly one session is
+//     connected (every stdio host), it goes to that session.
+//  4. Otherwise quiver cannot know whose it is: calls from two sessions are
+//     in flight on one stdio (or SSE) server, whose wire format carries no
+//     link from a request back to the call it serves. The downstream gets an
+//     error that says so. quiver never guesses: showing one user's sampling
+//     prompt or elicitation form to another is worse than failing a call.
+//
+// The request then goes upstream with the chosen call's ctx (so an upstream
+// cancellation abandons it) and a deadline of the server's timeout; a
+// session that has gone, or whose client lacks the capability, is an error
+// the downstream sees at once.
+type relay struct {
+	s *Server
+
+	mu       sync.Mutex
+	next     uint64
+	flights  map[uint64]*flight
+	progress map[string]progressRoute        // downstream token -> upstream
+	sessions map[string]server.ClientSession // registered upstream sessions
+	levels   map[string]mcp.LoggingLevel     // sessions that set a logging level
+	subs     map[string]map[string]bool      // exposed resource URI -> sessions
+	roots    map[string]*rootsCache          // per session, for the gate
+}
+
+// A flight is one request quiver forwarded downstream and still waits on.
+type flight struct {
+	id      uint64
+	server  string
+	session string
+	ctx     context.Context // the upstream handler's: its session, its stream
+	token   string          // downstream progress token, if any
+}
+
+type progressRoute struct {
+	session string
+	token   mcp.ProgressToken // the upstream client's own token
+}
+
+type flightKey struct{}
+
+// Errors a downstream server sees for a request quiver will not relay.
+var (
+	errSessionGone  = errors.New("the session that made this call has gone")
+	errAmbiguous    = errors.New("quiver cannot tell which session this request is for")
+	errNoSession    = errors.New("no session to ask")
+	errNoCapability = errors.New("the client does not support this request")
+)
+
+func newRelay(s *Server) *relay {
+	return &relay{s: s,
+		flights:  map[uint64]*flight{},
+		progress: map[string]progressRoute{},
+		sessions: map[string]server.ClientSession{},
+		levels:   map[string]mcp.LoggingLevel{},
+		subs:     map[string]map[string]bool{},
+		roots:    map[string]*rootsCache{},
+	}
+}
+
+// begin records a flight for a request about to be forwarded to server on
+// behalf of the session in ctx. It returns the ctx to forward with (it
+// carries the flight, for rule 1), the meta to send (the upstream progress
+// token swapped for one quiver issues; quiver's own keys removed) and the
+// func that ends the flight.
+func (r *relay) begin(ctx context.Context, srv string, meta *mcp.Meta) (context.Context, *mcp.Meta, func()) {
+	sid := sessionID(ctx)
+	r.mu.Lock()
+	r.next++
+	f := &flight{id: r.next, server: srv, session: sid, ctx: ctx}
+	var out *mcp.Meta
+	if meta != nil {
+		out = &mcp.Meta{AdditionalFields: map[string]any{}}
+		for k, v := range meta.AdditionalFields {
+			if !strings.HasPrefix(k, "quiver/") {
+				out.AdditionalFields[k] = v
+			}
+		}
+		if meta.ProgressToken != nil {
+			f.token = fmt.Sprintf("quiver-%d", f.id)
+			r.progress[f.token] = progressRoute{session: sid, token: meta.ProgressToken}
+			out.ProgressToken = f.token
+		}
+		if len(out.AdditionalFields) == 0 {
+			out.AdditionalFields = nil
+		}
+		if out.ProgressToken == nil && out.AdditionalFields == nil {
+			out = nil
+		}
+	}
+	r.flights[f.id] = f
+	r.mu.Unlock()
+	end := func() {
+		r.mu.Lock()
+		delete(r.flights, f.id)
+		if f.token != "" {
+			delete(r.progress, f.token)
+		}
+		r.mu.Unlock()
+	}
+	return context.WithValue(ctx, flightKey{}, f), out, end
+}
+
+func sessionID(ctx context.Context) string {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return cs.SessionID()
+	}
+	return ""
+}
+
+// route picks the upstream session for a request server srv sent, by the
+// rule in the type's comment, and returns the ctx to send it upstream with.
+func (r *relay) route(ctx context.Context, srv string) (context.Context, server.ClientSession, context.CancelFunc, error) {
+	timeout := registry.DefaultTimeout
+	if sc, ok := r.s.cfg.Server(srv); ok && sc.Timeout > 0 {
+		timeout = sc.Timeout
+	}
+	r.mu.Lock()
+	var chosen *flight
+	if f, ok := ctx.Value(flightKey{}).(*flight); ok && f.server == srv && r.flights[f.id] == f {
+		chosen = f
+	}
+	if chosen == nil {
+		var mine []*flight
+		for _, f := range r.flights {
+			if f.server == srv {
+				mine = append(mine, f)
+			}
+		}
+		distinct := map[string]bool{}
+		for _, f := range mine {
+			distinct[f.session] = true
+		}
+		switch {
+		case len(distinct) == 1:
+			chosen = slices.MaxFunc(mine, func(a, b *flight) int { return cmp.Compare(a.id, b.id) })
+		case len(distinct) > 1:
+			r.mu.Unlock()
+			return nil, nil, nil, fmt.Errorf("%w: calls from %d sessions are in flight on %s, and its transport does not say which one this request serves; quiver refuses rather than ask the wrong user",
+				errAmbiguous, len(distinct), srv)
+		}
+	}
+	var sess server.ClientSession
+	var base context.Context
+	if chosen != nil {
+		sess = r.sessions[chosen.session]
+		base = chosen.ctx
+		if sess == nil {
+			r.mu.Unlock()
+			return nil, nil, nil, fmt.Errorf("%w (session %q)", errSessionGone, chosen.session)
+		}
+	} else {
+		if len(r.sessions) != 1 {
+			n := len(r.sessions)
+			r.mu.Unlock()
+			return nil, nil, nil, fmt.Errorf("%w: nothing is in flight on %s and %d sessions are connected", errNoSession, srv, n)
+		}
+		for _, cs := range r.sessions {
+			sess = cs
+		}
+		base = r.s.mcp.WithContext(context.WithoutCancel(ctx), sess)
+	}
+	r.mu.Unlock()
+	out, cancel := context.WithTimeout(base, timeout)
+	return out, sess, cancel, nil
+}
+
+func clientCaps(cs server.ClientSession) mcp.ClientCapabilities {
+	if ci, ok := cs.(server.SessionWithClientInfo); ok {
+		return ci.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
+// peer answers one downstream server's requests by asking upstream.
+type peer struct {
+	r      *relay
+	server string
+}
+
+func (r *relay) clientOptions(srv string) []client.ClientOption {
+	p := peer{r: r, server: srv}
+	return []client.ClientOption{
+		client.WithSamplingHandler(p),
+		client.WithElicitationHandler(p),
+		client.WithRootsHandler(p),
+	}
+}
+
+func (p peer) fail(method string, err error) error {
+	level := slog.LevelWarn
+	if errors.Is(err, errNoCapability) {
+		level = slog.LevelInfo // the host said it cannot; nothing is wrong
+	}
+	p.r.s.log.Log(context.Background(), level, "downstream request not relayed", "server", p.server, "method", method, "err", err)
+	return fmt.Errorf("quiver: %s: %w", method, err)
+}
+
+func (p peer) done(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the client did not answer in time: %w", err)
+	}
+	return p.fail(method, err)
+}
+
+// CreateMessage relays sampling/createMessage.
+func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	const method = "sampling/createMessage"
+	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if err != nil {
+		return nil, p.fail(method, err)
+	}
+	defer cancel()
+	if clientCaps(sess).Sampling == nil {
+		return nil, p.fail(method, fmt.Errorf("%w: session %q's client did not declare sampling", errNoCapability, sess.SessionID()))
+	}
+	res, err := p.r.s.mcp.RequestSampling(uctx, req)
+	return res, p.done(method, err)
+}
+
+// Elicit relays elicitation/create.
+func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	const method = "elicitation/create"
+	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if err != nil {
+		return nil, p.fail(method, err)
+	}
+	defer cancel()
+	if clientCaps(sess).Elicitation == nil {
+		return nil, p.fail(method, fmt.Errorf("%w: session %q's client did not declare elicitation", errNoCapability, sess.SessionID()))
+	}
+	res, err := p.r.s.mcp.RequestElicitation(uctx, req)
+	return res, p.done(method, err)
+}
+
+// ListRoots relays roots/list: downstream servers see the upstream
+// client's roots.
+func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	const method = "roots/list"
+	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if err != nil {
+		return nil, p.fail(method, err)
+	}
+	defer cancel()
+	if clientCaps(sess).Roots == nil {
+		return nil, p.fail(method, fmt.Errorf("%w: session %q's client did not declare roots", errNoCapability, sess.SessionID()))
+	}
+	res, err := p.r.s.mcp.RequestRoots(uctx, req)
+	return res, p.done(method, err)
+}
+
+// notification handles a downstream notification. It runs on that
+// server's read loop, so it never waits on the network: anything that needs
+// a request (a re-list) goes to a goroutine.
+func (r *relay) notification(srv string, n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcp.MethodNotificationProgress):
+		r.relayProgress(srv, n)
+	case string(mcp.MethodNotificationMessage):
+		r.relayLog(srv, n)
+	case string(mcp.MethodNotificationResourceUpdated):
+		r.relayUpdated(srv, n)
+	case string(mcp.MethodNotificationPromptsListChanged):
+		go r.s.pass.relist(srv, true, false)
+	case string(mcp.MethodNotificationResourcesListChanged):
+		go r.s.pass.relist(srv, false, true)
+	}
+}
+
+// relayProgress maps a downstream progress token back to the upstream
+// session and token it stands for. A token quiver never issued (or whose
+// call has ended) reaches nobody.
+func (r *relay) relayProgress(srv string, n mcp.JSONRPCNotification) {
+	tok := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
+	r.mu.Lock()
+	route, ok := r.progress[tok]
+	r.mu.Unlock()
+	if !ok {
+		r.s.log.Warn("progress for a token quiver never issued (or whose call ended); dropped", "server", srv, "token", tok)
+		return
+	}
+	params := maps.Clone(n.Params.AdditionalFields)
+	params["progressToken"] = route.token
+	if err := r.s.mcp.SendNotificationToSpecificClient(route.session, string(mcp.MethodNotificationProgress), params); err != nil {
+		r.s.log.Debug("progress not delivered", "session", route.session, "err", err)
+	}
+}
+
+// relayLog sends a downstream log message to every session that set a
+// logging level (mcp-go drops it for a session whose level is higher),
+// with the logger prefixed by the server's name. MCP logging belongs to a
+// connection, not to a call, so a message cannot be attributed to one
+// session; only sessions that asked for logging get any.
+func (r *relay) relayLog(srv string, n mcp.JSONRPCNotification) {
+	level := mcp.LoggingLevel(fmt.Sprint(n.Params.AdditionalFields["level"]))
+	logger, _ := n.Params.AdditionalFields["logger"].(string)
+	if p := r.s.prefixOf(srv); p != "" {
+		if logger == "" {
+			logger = srv
+		} else {
+			logger = srv + "/" + logger
+		}
+	}
+	msg := mcp.NewLoggingMessageNotification(level, logger, n.Params.AdditionalFields["data"])
+	r.mu.Lock()
+	targets := slices.Collect(maps.Keys(r.levels))
+	r.mu.Unlock()
+	for _, sid := range targets {
+		if err := r.s.mcp.SendLogMessageToSpecificClient(sid, msg); err != nil {
+			r.s.log.Debug("log message not delivered", "session", sid, "err", err)
+		}
+	}
+}
+
+// setLevel records a session's level and forwards the most verbose level
+// any session wants to every server.
+func (r *relay) setLevel(ctx context.Context, level mcp.LoggingLevel) {
+	r.mu.Lock()
+	r.levels[sessionID(ctx)] = level
+	r.mu.Unlock()
+	for _, srv := range r.s.cfg.Servers {
+		go r.forwardLevel(srv.Name)
+	}
+}
+
+// wantLevel is the most verbose level any session asked for, "" if none.
+func (r *relay) wantLevel() mcp.LoggingLevel {
+	order := []mcp.LoggingLevel{mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelNotice,
+		mcp.LoggingLevelWarning, mcp.LoggingLevelError, mcp.LoggingLevelCritical, mcp.LoggingLevelAlert, mcp.LoggingLevelEmergency}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range order {
+		for _, have := range r.levels {
+			if have == l {
+				return l
+			}
+		}
+	}
+	return ""
+}
+
+func (r *relay) forwardLevel(srv string) {
+	level := r.wantLevel()
+	if level == "" {
+		return
+	}
+	err := r.s.reg.Do(context.Background(), srv, func(ctx context.Context, c *client.Client) error {
+		if c.GetServerCapabilities().Logging == nil {
+			return nil
+		}
+		req := mcp.SetLevelRequest{}
+		req.Params.Level = level
+		return c.SetLevel(ctx, req)
+	})
+	if err != nil && !errors.Is(err, registry.ErrServerDown) {
+		r.s.log.Warn("logging/setLevel not forwarded", "server", srv, "err", err)
+	}
+}
+
+// relayUpdated sends notifications/resources/updated to the sessions that
+// subscribed to the resource, under the URI they know it by.
+func (r *relay) relayUpdated(srv string, n mcp.JSONRPCNotification) {
+	uri, _ := n.Params.AdditionalFields["uri"].(string)
+	exposed := r.s.pass.exposeURI(srv, uri)
+	r.mu.Lock()
+	targets := slices.Collect(maps.Keys(r.subs[exposed]))
+	r.mu.Unlock()
+	if len(targets) == 0 {
+		r.s.log.Debug("resource update nobody subscribed to", "server", srv, "uri", uri)
+		return
+	}
+	params := maps.Clone(n.Params.AdditionalFields)
+	params["uri"] = exposed
+	for _, sid := range targets {
+		if err := r.s.mcp.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), params); err != nil {
+			r.s.log.Debug("resource update not delivered", "session", sid, "err", err)
+		}
+	}
+}
+
+// register and unregister follow mcp-go's session hooks.
+func (r *relay) register(cs server.ClientSession) {
+	r.mu.Lock()
+	r.sessions[cs.SessionID()] = cs
+	r.mu.Unlock()
+}
+
+// unregister forgets a session: its level, its subscriptions (the last
+// subscriber of a resource unsubscribes downstream), its roots, its
+// progress routes. Flights it still has end with their handlers.
+func (r *relay) unregister(sid string) {
+	r.mu.Lock()
+	delete(r.sessions, sid)
+	delete(r.levels, sid)
+	delete(r.roots, sid)
+	for tok, p := range r.progress {
+		if p.session == sid {
+			delete(r.progress, tok)
+		}
+	}
+	var orphaned []string
+	for uri, who := range r.subs {
+		if who[sid] {
+			delete(who, sid)
+			if len(who) == 0 {
+				delete(r.subs, uri)
+				orphaned = append(orphaned, uri)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, uri := range orphaned {
+		go func() {
+			if err := r.s.pass.forwardSubscribe(context.Background(), uri, false); err != nil {
+				r.s.log.Debug("unsubscribe after session end failed", "uri", uri, "err", err)
+			}
+		}()
+	}
+}
+
+// subscribe records that the session wants updates for uri; first reports
+// whether it is the first subscriber (quiver subscribes downstream once).
+func (r *relay) subscribe(sid, uri string, on bool) (changed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	who := r.subs[uri]
+	if on {
+		if who == nil {
+			who = map[string]bool{}
+			r.subs[uri] = who
+		}
+		first := len(who) == 0
+		who[sid] = true
+		return first
+	}
+	if !who[sid] {
+		return false
+	}
+	delete(who, sid)
+	if len(who) == 0 {
+		delete(r.subs, uri)
+		return true
+	}
+	return false
+}
+
+// subscribed lists the exposed URIs anyone subscribed to.
+func (r *relay) subscribed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Keys(r.subs))
+}
+
+// A rootsCache holds one session's roots for the gate's fence, fetched on
+// the session's first call and again after it says they changed.
+type rootsCache struct {
+	once  sync.Once
+	roots []string
+}
+
+// sessionRoots returns the roots of the session in ctx (file:// URIs), or
+// nil when its client has no roots. The first call of a session asks the
+// client (bounded by rootsTimeout); later calls use the answer until the
+// client sends notifications/roots/list_changed.
+func (r *relay) sessionRoots(ctx context.Context) []string {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil || clientCaps(cs).Roots == nil {
+		return nil
+	}
+	r.mu.Lock()
+	rc := r.roots[cs.SessionID()]
+	if rc == nil {
+		rc = &rootsCache{}
+		r.roots[cs.SessionID()] = rc
+	}
+	r.mu.Unlock()
+	rc.once.Do(func() {
+		rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
+		defer cancel()
+		res, err := r.s.mcp.RequestRoots(rctx, mcp.ListRootsRequest{})
+		if err != nil {
+			r.s.log.Warn("roots/list failed; the fence uses the configured roots only", "session", cs.SessionID(), "err", err)
+			return
+		}
+		for _, root := range res.Roots {
+			rc.roots = append(rc.roots, root.URI)
+		}
+	})
+	return rc.roots
+}
+
+const rootsTimeout = 5 * time.Second
+
+// rootsChanged forgets a session's roots and tells every downstream server
+// that roots changed, so each asks again.
+func (r *relay) rootsChanged(ctx context.Context) {
+	r.mu.Lock()
+	delete(r.roots, sessionID(ctx))
+	r.mu.Unlock()
+	for _, srv := range r.s.cfg.Servers {
+		go func() {
+			_ = r.s.reg.Do(context.Background(), srv.Name, func(ctx context.Context, c *client.Client) error {
+				return c.RootListChanges(ctx)
+			})
+		}()
+	}
+}

@@ -1,0 +1,335 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// Resource URIs pass through unchanged when they cannot be confused: a URI
+// scheme that only one server uses stays as it is. When two servers use the
+// same scheme (two filesystem servers both serving file://), every URI and
+// template of that scheme from those servers is listed as
+//
+//	quiver://<server>/<the server's own URI>
+//
+// which maps back by cutting the prefix: server names never hold '/', and
+// a template keeps its variables where they were, so clients expand it as
+// usual. A bare URI reads from the one server that uses its scheme; a URI
+// whose scheme no server lists reads from the only server that offers
+// resources, if there is just one (its own error then says what is wrong),
+// and is otherwise an error naming the URI.
+
+const quiverScheme = "quiver://"
+
+// catchAll is the one template quiver registers with mcp-go: every
+// resources/read reaches readResource, which routes it. It never shows in
+// resources/templates/list.
+const catchAll = "{+uri}"
+
+// resourceView is the merged resource lists, swapped as one.
+type resourceView struct {
+	resources []mcp.Resource
+	templates []mcp.ResourceTemplate
+	schemes   map[string]string // scheme -> its one server
+	shared    map[string]bool   // schemes two or more servers use
+	offering  []string          // servers that offer resources at all
+}
+
+// ErrNoResourceServer is the error for a URI no server offers.
+var ErrNoResourceServer = errors.New("no server offers this resource")
+
+func schemeOf(uri string) string {
+	i := strings.Index(uri, ":")
+	if i <= 0 || strings.ContainsAny(uri[:i], "/{}?#") {
+		return ""
+	}
+	return strings.ToLower(uri[:i])
+}
+
+func templateRaw(t mcp.ResourceTemplate) string {
+	if t.URITemplate == nil || t.URITemplate.Template == nil {
+		return ""
+	}
+	return t.URITemplate.Raw()
+}
+
+// rebuildResources merges the views' resources into a new resourceView
+// and, when the lists changed and notify is set, tells every session.
+func (m *mirror) rebuildResources(notify bool) {
+	m.syncMu.Lock()
+	defer m.syncMu.Unlock()
+	rv := &resourceView{schemes: map[string]string{}, shared: map[string]bool{}}
+	users := map[string]map[string]bool{} // scheme -> servers
+	views := m.ordered()
+	use := func(scheme, srv string) {
+		if users[scheme] == nil {
+			users[scheme] = map[string]bool{}
+		}
+		users[scheme][srv] = true
+	}
+	for _, e := range views {
+		if e.v.caps.Resources != nil {
+			rv.offering = append(rv.offering, e.srv.Name)
+		}
+		for _, r := range e.v.resources {
+			use(schemeOf(r.URI), e.srv.Name)
+		}
+		for _, t := range e.v.templates {
+			use(schemeOf(templateRaw(t)), e.srv.Name)
+		}
+	}
+	for scheme, who := range users {
+		if len(who) > 1 {
+			rv.shared[scheme] = true
+			continue
+		}
+		for srv := range who {
+			rv.schemes[scheme] = srv
+		}
+	}
+	for _, e := range views {
+		for _, r := range e.v.resources {
+			r.URI = rv.expose(e.srv.Name, r.URI)
+			rv.resources = append(rv.resources, r)
+		}
+		for _, t := range e.v.templates {
+			raw := rv.expose(e.srv.Name, templateRaw(t))
+			tpl, err := uritemplate.New(raw)
+			if err != nil {
+				m.s.log.Warn("resource template left out", "server", e.srv.Name, "template", templateRaw(t), "err", err)
+				continue
+			}
+			t.URITemplate = &mcp.URITemplate{Template: tpl}
+			rv.templates = append(rv.templates, t)
+		}
+	}
+	old := m.res.Swap(rv)
+	if notify && !sameLists(old, rv) {
+		m.s.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+	}
+}
+
+func sameLists(a, b *resourceView) bool {
+	ja, _ := json.Marshal([]any{a.resources, a.templates})
+	jb, _ := json.Marshal([]any{b.resources, b.templates})
+	return reflect.DeepEqual(ja, jb)
+}
+
+// expose maps a server's own URI (or template) to the one quiver lists.
+func (rv *resourceView) expose(srv, uri string) string {
+	if rv.shared[schemeOf(uri)] {
+		return quiverScheme + srv + "/" + uri
+	}
+	return uri
+}
+
+func (m *mirror) exposeURI(srv, uri string) string { return m.res.Load().expose(srv, uri) }
+
+// resolve maps a URI a client sent to the server and the server's own URI.
+func (m *mirror) resolve(uri string) (srv, orig string, err error) {
+	rv := m.res.Load()
+	if rest, ok := strings.CutPrefix(uri, quiverScheme); ok {
+		srv, orig, ok = strings.Cut(rest, "/")
+		if _, known := m.s.cfg.Server(srv); !ok || !known || orig == "" {
+			return "", "", fmt.Errorf("%w: %q names no server of quiver's (the form is quiver://<server>/<uri>)", ErrNoResourceServer, uri)
+		}
+		return srv, orig, nil
+	}
+	scheme := schemeOf(uri)
+	if srv, ok := rv.schemes[scheme]; ok {
+		return srv, uri, nil
+	}
+	if rv.shared[scheme] {
+		return "", "", fmt.Errorf("%w: %q: several servers use %s: URIs; read it as quiver://<server>/%s", ErrNoResourceServer, uri, scheme, uri)
+	}
+	if len(rv.offering) == 1 {
+		return rv.offering[0], uri, nil
+	}
+	return "", "", fmt.Errorf("%w: no server lists a resource or template for %q", ErrNoResourceServer, uri)
+}
+
+// readResource forwards resources/read and maps the contents' URIs back
+// to the ones the client knows.
+func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	srv, orig, err := m.resolve(req.Params.URI)
+	if err != nil {
+		return nil, err
+	}
+	fctx, meta, end := m.s.relay.begin(ctx, srv, req.Params.Meta)
+	defer end()
+	var res *mcp.ReadResourceResult
+	err = m.s.reg.Do(fctx, srv, func(ctx context.Context, c *client.Client) error {
+		out := mcp.ReadResourceRequest{}
+		out.Params.URI = orig
+		out.Params.Meta = meta
+		var err error
+		res, err = c.ReadResource(ctx, out)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %q from server %s: %w", orig, srv, err)
+	}
+	contents := make([]mcp.ResourceContents, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		switch x := c.(type) {
+		case mcp.TextResourceContents:
+			x.URI = m.exposeURI(srv, x.URI)
+			c = x
+		case mcp.BlobResourceContents:
+			x.URI = m.exposeURI(srv, x.URI)
+			c = x
+		}
+		contents = append(contents, c)
+	}
+	return contents, nil
+}
+
+// listResources and listTemplates are mcp-go's after-list hooks: they add
+// the downstream lists to whatever quiver itself registered.
+func (m *mirror) listResources(_ context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+	res.Resources = append(res.Resources, m.res.Load().resources...)
+}
+
+func (m *mirror) listTemplates(_ context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+	out := res.ResourceTemplates[:0:0]
+	for _, t := range res.ResourceTemplates {
+		if templateRaw(t) != catchAll {
+			out = append(out, t)
+		}
+	}
+	res.ResourceTemplates = append(out, m.res.Load().templates...)
+}
+
+// subscriptionHook handles resources/subscribe and resources/unsubscribe
+// before mcp-go does (mcp-go only acknowledges them): quiver subscribes
+// downstream on a URI's first subscriber and unsubscribes on its last. A
+// URI no server offers, or a server that refuses, rejects the request.
+func (m *mirror) subscriptionHook(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &msg) != nil {
+		return nil
+	}
+	on := msg.Method == string(mcp.MethodResourcesSubscribe)
+	if !on && msg.Method != string(mcp.MethodResourcesUnsubscribe) {
+		return nil
+	}
+	uri := msg.Params.URI
+	if uri == "" {
+		return nil // mcp-go answers "uri is required"
+	}
+	if _, _, err := m.resolve(uri); err != nil {
+		return err
+	}
+	sid := sessionID(ctx)
+	if !m.s.relay.subscribe(sid, uri, on) {
+		return nil
+	}
+	if err := m.forwardSubscribe(ctx, uri, on); err != nil {
+		if on {
+			m.s.relay.subscribe(sid, uri, false)
+			return err
+		}
+		m.s.log.Debug("unsubscribe downstream failed", "uri", uri, "err", err)
+	}
+	return nil
+}
+
+// forwardSubscribe subscribes (or unsubscribes) quiver itself downstream.
+func (m *mirror) forwardSubscribe(ctx context.Context, uri string, on bool) error {
+	srv, orig, err := m.resolve(uri)
+	if err != nil {
+		return err
+	}
+	return m.s.reg.Do(ctx, srv, func(ctx context.Context, c *client.Client) error {
+		if r := c.GetServerCapabilities().Resources; r == nil || !r.Subscribe {
+			if on {
+				return fmt.Errorf("server %s does not support resource subscriptions", srv)
+			}
+			return nil
+		}
+		if on {
+			req := mcp.SubscribeRequest{}
+			req.Params.URI = orig
+			return c.Subscribe(ctx, req)
+		}
+		req := mcp.UnsubscribeRequest{}
+		req.Params.URI = orig
+		return c.Unsubscribe(ctx, req)
+	})
+}
+
+// resubscribe renews, after srv restarted, the subscriptions quiver holds.
+func (m *mirror) resubscribe(srv string) {
+	for _, uri := range m.s.relay.subscribed() {
+		if owner, _, err := m.resolve(uri); err == nil && owner == srv {
+			if err := m.forwardSubscribe(context.Background(), uri, true); err != nil {
+				m.s.log.Warn("resubscribe failed", "server", srv, "uri", uri, "err", err)
+			}
+		}
+	}
+}
+
+// completion forwards completion/complete for downstream prompts and
+// resource templates; quiver's own prompts complete to nothing.
+type completion struct{ m *mirror }
+
+func (c completion) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	ref, ok := c.m.promptOwner(name)
+	if !ok {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	return c.forward(ctx, ref.server, mcp.PromptReference{Type: "ref/prompt", Name: ref.name}, arg, cc)
+}
+
+func (c completion) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	srv, orig, err := c.m.resolve(uri)
+	if err != nil {
+		return nil, err
+	}
+	return c.forward(ctx, srv, mcp.ResourceReference{Type: "ref/resource", URI: orig}, arg, cc)
+}
+
+func (c completion) forward(ctx context.Context, srv string, ref any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	var out *mcp.Completion
+	err := c.m.s.reg.Do(ctx, srv, func(ctx context.Context, cl *client.Client) error {
+		if cl.GetServerCapabilities().Completions == nil {
+			out = &mcp.Completion{Values: []string{}}
+			return nil
+		}
+		req := mcp.CompleteRequest{}
+		req.Params.Ref = ref
+		req.Params.Argument = arg
+		req.Params.Context = cc
+		res, err := cl.Complete(ctx, req)
+		if err != nil {
+			return err
+		}
+		out = &res.Completion
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("completion from server %s: %w", srv, err)
+	}
+	return out, nil
+}
+
+var _ server.PromptCompletionProvider = completion{}
+var _ server.ResourceCompletionProvider = completion{}
