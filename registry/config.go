@@ -2,6 +2,8 @@ package registry
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +53,12 @@ type Config struct {
 	// Secrets are the values that came from ${VAR} references in env and
 	// headers; they are redacted from everything quiver shows.
 	Secrets []Secret
+	// Hash is the SHA-256 of the file as read (hex); a reload skips a
+	// rewrite that changed nothing.
+	Hash string
+	// Toggles are the tool switches from the toggles file (tools.yaml);
+	// nil means none. The loader attaches them; ParseConfig leaves nil.
+	Toggles *Toggles
 	// raw is the file as read, for DecodeSections.
 	raw []byte
 }
@@ -160,8 +168,25 @@ type Server struct {
 	Prefix   string
 	Keywords []string
 	Timeout  time.Duration
+	// ToolsOff is tools_default: off: the server's tools are switched off
+	// until the toggles file switches them on.
+	ToolsOff bool
+	// Written is the entry's launch values as the file has them, ${VAR}
+	// references unexpanded: what quiver may show people.
+	Written Spec
 	// Line is where the entry starts in the file, for messages.
 	Line int
+}
+
+// Spec is what a server entry says about how to reach the server, as
+// written in servers.yaml (no ${VAR} expanded).
+type Spec struct {
+	Command string            `yaml:"command,omitempty" json:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty" json:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	Cwd     string            `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	URL     string            `yaml:"url,omitempty" json:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
 // Secret is a value that must never be shown, and the variable it came from.
@@ -223,6 +248,8 @@ type fileServer struct {
 	Prefix    *string           `yaml:"prefix"`
 	Keywords  []string          `yaml:"keywords"`
 	Timeout   time.Duration     `yaml:"timeout"`
+	// ToolsDefault is "on" (the default) or "off".
+	ToolsDefault string `yaml:"tools_default"`
 }
 
 type fileSlash struct {
@@ -267,7 +294,8 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(path, &root, err)...))
 	}
 
-	cfg := &Config{Path: path, raw: b}
+	sum := sha256.Sum256(b)
+	cfg := &Config{Path: path, raw: b, Hash: hex.EncodeToString(sum[:])}
 	p := parser{path: path, root: &root, lookup: lookup}
 	cfg.Surface = p.surface(fc.Surface)
 	if fc.Skills != nil {
@@ -372,7 +400,15 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	if !nameRE.MatchString(name) {
 		p.fail(line, "servers.%s: a server name may only use letters, digits, '_' and '-'", name)
 	}
-	s := &Server{Name: name, Line: line, Prefix: name, Keywords: fs.Keywords, Timeout: DefaultTimeout}
+	s := &Server{Name: name, Line: line, Prefix: name, Keywords: fs.Keywords, Timeout: DefaultTimeout,
+		Written: Spec{Command: fs.Command, Args: fs.Args, Env: fs.Env, Cwd: fs.Cwd, URL: fs.URL, Headers: fs.Headers}}
+	switch fs.ToolsDefault {
+	case "", "on":
+	case "off":
+		s.ToolsOff = true
+	default:
+		p.fail(key("tools_default"), "servers.%s.tools_default: %q is not on or off", name, fs.ToolsDefault)
+	}
 	if fs.Prefix != nil {
 		s.Prefix = *fs.Prefix
 		if s.Prefix != "" && !nameRE.MatchString(s.Prefix) {

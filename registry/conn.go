@@ -38,6 +38,8 @@ type conn struct {
 	// refreshMu keeps re-lists in order, so an older list never replaces a
 	// newer one.
 	refreshMu sync.Mutex
+	// life is set by launch and used by Apply (reload.go).
+	life
 }
 
 func (c *conn) snapshot() ([]Tool, ServerStatus) {
@@ -224,7 +226,7 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 			f(c.srv.Name, n)
 		}
 	})
-	ictx, cancel := context.WithTimeout(ctx, max(c.srv.Timeout, startTimeout))
+	ictx, cancel := context.WithTimeout(ctx, max(c.timeout(), startTimeout))
 	defer cancel()
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
@@ -243,7 +245,7 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 func (c *conn) refresh(ctx context.Context, cl *client.Client) {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()
-	lctx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	lctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	tools, err := c.listTools(lctx, cl)
 	if err != nil {
@@ -327,22 +329,31 @@ var errCallTimeout = errors.New("the server's call timeout passed")
 
 // call forwards one tools/call with the server's deadline.
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+	c.inflight.Add(1)
+	defer c.inflight.Add(-1)
 	c.mu.Lock()
 	cl, dead, state := c.client, c.dead, c.status.State
 	c.mu.Unlock()
+	if why := c.stopWhy.Load(); why != nil {
+		return nil, fmt.Errorf("%w: %s %s", ErrServerDown, c.srv.Name, *why)
+	}
 	if cl == nil {
 		return nil, fmt.Errorf("%w: %s is %s", ErrServerDown, c.srv.Name, state)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, c.srv.Timeout, errCallTimeout)
+	timeout := c.timeout()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
 	res, err := cl.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, RawArguments: args, Meta: meta}})
 	if err != nil {
 		if errors.Is(err, transport.ErrTransportClosed) {
+			if why := c.stopWhy.Load(); why != nil {
+				return nil, fmt.Errorf("%w: %s %s during the call", ErrServerDown, c.srv.Name, *why)
+			}
 			c.markDead(dead)
 			return nil, fmt.Errorf("%w: %s stopped during the call", ErrServerDown, c.srv.Name)
 		}
 		if errors.Is(context.Cause(ctx), errCallTimeout) {
-			return nil, fmt.Errorf("%s did not answer within %s (its timeout in servers.yaml): %w", c.srv.Name, c.srv.Timeout, err)
+			return nil, fmt.Errorf("%s did not answer within %s (its timeout in servers.yaml): %w", c.srv.Name, timeout, err)
 		}
 		return nil, err
 	}
@@ -378,7 +389,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	if c.reg.opts.StateDir != "" {
 		env = append(env, "QUIVER_STATE_DIR="+c.reg.opts.StateDir)
 	}
-	stderr := &lineLogger{log: log, redact: c.reg.cfg.Secrets}
+	stderr := &lineLogger{log: log, redact: c.reg.config().Secrets}
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)

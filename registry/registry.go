@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,16 +48,27 @@ type Options struct {
 	// on it). It runs on the client's read loop: it must not block, and it
 	// must never send a request to that server itself.
 	OnNotification func(server string, n mcp.JSONRPCNotification)
+	// ApplyWait bounds how long Apply waits for the servers it starts to
+	// make their first attempt before it publishes (default 10 s); a
+	// slower server joins the catalog when it comes up.
+	ApplyWait time.Duration
 }
 
 // A Registry runs the downstream servers of one Config.
 type Registry struct {
-	cfg   *Config
-	opts  Options
-	log   *slog.Logger
-	conns []*conn
+	opts Options
+	log  *slog.Logger
+
+	// applyMu serialises Apply and holds the publisher while the set of
+	// servers changes, so one change makes one catalog.
+	applyMu sync.Mutex
+	ctx     context.Context // Start's, for the servers Apply starts
 
 	mu       sync.Mutex
+	cfg      *Config
+	conns    []*conn
+	pubGen   uint64        // the last catalog OnChange has seen
+	pubWait  chan struct{} // closed and replaced at every publication
 	catalog  *Catalog
 	gen      uint64
 	dirty    chan struct{}
@@ -84,9 +96,12 @@ func New(cfg *Config, opts Options) *Registry {
 	if opts.Executable == "" {
 		opts.Executable, _ = os.Executable()
 	}
-	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{})}
+	if opts.ApplyWait <= 0 {
+		opts.ApplyWait = 10 * time.Second
+	}
+	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{})}
 	for _, s := range cfg.Servers {
-		r.conns = append(r.conns, &conn{reg: r, srv: s, status: ServerStatus{Name: s.Name, Transport: s.Transport, State: StateStarting, Since: time.Now()}})
+		r.conns = append(r.conns, r.newConn(s))
 	}
 	r.catalog = r.build()
 	return r
@@ -95,13 +110,12 @@ func New(cfg *Config, opts Options) *Registry {
 // Start launches every server in the background and returns at once.
 func (r *Registry) Start(ctx context.Context) {
 	ctx, r.cancel = context.WithCancel(ctx)
+	r.applyMu.Lock()
+	r.ctx = ctx
+	r.applyMu.Unlock()
 	r.pending.Store(int32(len(r.conns)))
 	for _, c := range r.conns {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			c.supervise(ctx, func() { r.pending.Add(-1); r.changed() })
-		}()
+		r.launch(ctx, c, func() { r.pending.Add(-1); r.changed() })
 	}
 	r.changed() // with no servers at all, ready at once
 	r.wg.Add(1)
@@ -148,7 +162,10 @@ func (r *Registry) Call(ctx context.Context, exposed string, args json.RawMessag
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, exposed)
 	}
-	c := r.conns[slices.IndexFunc(r.conns, func(c *conn) bool { return c.srv.Name == tool.Server })]
+	c := r.connFor(tool.Server)
+	if c == nil {
+		return nil, fmt.Errorf("%w: %s was removed from the configuration", ErrServerDown, tool.Server)
+	}
 	return c.call(ctx, tool.Name, args, meta)
 }
 
@@ -166,6 +183,13 @@ func (r *Registry) publish(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.dirty:
+		}
+		// Apply holds applyMu while it changes the set of servers: what it
+		// does comes out as one catalog, after it.
+		r.applyMu.Lock()
+		select {
+		case <-r.dirty: // what made it dirty meanwhile is in this build
+		default:
 		}
 		allTried := r.pending.Load() == 0
 		cat := r.build()
@@ -185,6 +209,12 @@ func (r *Registry) publish(ctx context.Context) {
 		if r.opts.OnChange != nil {
 			r.opts.OnChange(cat)
 		}
+		r.mu.Lock()
+		r.pubGen = cat.Gen
+		close(r.pubWait)
+		r.pubWait = make(chan struct{})
+		r.mu.Unlock()
+		r.applyMu.Unlock()
 		if first {
 			close(r.tried)
 		}
@@ -196,23 +226,31 @@ func (r *Registry) build() *Catalog {
 	r.mu.Lock()
 	r.gen++
 	gen := r.gen
+	cfg, conns := r.cfg, slices.Clone(r.conns)
 	r.mu.Unlock()
 	cat := &Catalog{Gen: gen, byName: map[string]int{}}
 	owner := map[string]Tool{}
-	for _, c := range r.conns {
+	for _, c := range conns {
 		tools, status := c.snapshot()
+		// The entry in force: prefix, keywords and tools_default change
+		// without a restart.
+		srv, _ := cfg.Server(c.srv.Name)
 		for _, t := range tools {
-			t.Exposed = ExposedName(c.srv.Prefix, t.Name, r.cfg.Surface.MaxNameLen)
-			t.Server, t.Keywords = c.srv.Name, c.srv.Keywords
+			t.Exposed = ExposedName(srv.Prefix, t.Name, cfg.Surface.MaxNameLen)
+			t.Server, t.Keywords = srv.Name, srv.Keywords
+			t.Enabled, t.Toggle = cfg.Toggles.Decide(t.Exposed, !srv.ToolsOff)
+			if t.Toggle == "" && srv.ToolsOff {
+				t.Toggle = fmt.Sprintf("%s:%d tools_default: off", filepath.Base(orDefault(cfg.Path)), srv.Line)
+			}
 			if prev, dup := owner[t.Exposed]; dup {
-				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", c.srv.Name)
-				if prev.Server == c.srv.Name {
+				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", srv.Name)
+				if prev.Server == srv.Name {
 					// No prefix separates two tools of one server.
 					advice = fmt.Sprintf("server %q names them alike once names are limited to [A-Za-z0-9_-]; ask its authors to rename one", c.srv.Name)
 				}
 				cat.Problems = append(cat.Problems, fmt.Sprintf(
 					"tool %q of server %q and tool %q of server %q both become %q; the second is left out: %s",
-					t.Name, c.srv.Name, prev.Name, prev.Server, t.Exposed, advice))
+					t.Name, srv.Name, prev.Name, prev.Server, t.Exposed, advice))
 				continue
 			}
 			owner[t.Exposed] = t
