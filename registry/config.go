@@ -2,8 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -294,8 +292,7 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(path, &root, err)...))
 	}
 
-	sum := sha256.Sum256(b)
-	cfg := &Config{Path: path, raw: b, Hash: hex.EncodeToString(sum[:])}
+	cfg := &Config{Path: path, raw: b, Hash: contentHash(b)}
 	p := parser{path: path, root: &root, lookup: lookup}
 	cfg.Surface = p.surface(fc.Surface)
 	if fc.Skills != nil {

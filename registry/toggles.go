@@ -47,8 +47,13 @@ type ToggleRule struct {
 	Line    int
 }
 
-// Emptiness hash: what a missing toggles file hashes to.
-var emptyHash = func() string { s := sha256.Sum256(nil); return hex.EncodeToString(s[:]) }()
+// emptyHash is what a missing toggles file hashes to.
+var emptyHash = contentHash(nil)
+
+func contentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
 
 // LoadToggles reads the toggles file at p; a file that does not exist is
 // empty, not an error.
@@ -66,8 +71,7 @@ func LoadToggles(p string) (*Toggles, error) {
 // ParseToggles validates a toggles file held in memory. Errors wrap
 // ErrInvalidConfig and name the file and line.
 func ParseToggles(p string, b []byte) (*Toggles, error) {
-	sum := sha256.Sum256(b)
-	t := &Toggles{Path: p, Hash: hex.EncodeToString(sum[:])}
+	t := &Toggles{Path: p, Hash: contentHash(b)}
 	name := filepath.Base(p)
 	if p == "" {
 		name = TogglesFile
