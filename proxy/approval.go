@@ -39,7 +39,7 @@ func canElicit(ctx context.Context) bool {
 // ask shows the person an approval card and waits for the answer, at most
 // the policy's approval timeout. Only an explicit "allow" grants anything.
 func (s *Server) ask(ctx context.Context, message string) (answer, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.gate.ApprovalTimeout())
+	ctx, cancel := context.WithTimeout(ctx, s.gate().ApprovalTimeout())
 	defer cancel()
 	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 		Message: message,
@@ -140,7 +140,7 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	}
 	s.resolve(ctx, pending, true, lifetime)
 	_ = s.ledger.RecordApproval(ctx, callID, string(lifetime))
-	return s.gate.Evaluate(ctx, call)
+	return s.gate().Evaluate(ctx, call)
 }
 
 func (s *Server) resolve(ctx context.Context, a gate.Approval, approve bool, l gate.Lifetime) {

@@ -27,8 +27,8 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 	st := s.state.Load()
 	switch req.Params.Name {
 	case builtin.SearchToolsName:
-		search := builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: s.cfg, Memory: ss}
-		if s.cfg.Surface.Reveal != registry.RevealList {
+		search := builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: st.cfg, Memory: ss}
+		if s.cfg().Surface.Reveal != registry.RevealList {
 			search.Schemas = schemaSource{st}
 		}
 		res := search.Call(ctx, rawArgs(req))
@@ -38,7 +38,7 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 		return builtin.Call(ctx, caller{s, ss, req.Params.Meta}, rawArgs(req)), nil
 	case builtin.ReadFileName:
 		res := builtin.ReadFile(ctx, s.skills, files{s, ss}, rawArgs(req))
-		return bound(res, s.cfg.Surface.MaxResultBytes, s.cfg.Secrets), nil
+		return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets), nil
 	case builtin.RequestCapabilityName:
 		return builtin.RequestCapability(ctx, capabilities{s, ss}, rawArgs(req)), nil
 	}
@@ -60,7 +60,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	call := gate.Call{Session: ss.id, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
 	if t, ok := st.cat.Lookup(name); ok {
 		call.Tool = s.gateTool(t)
-		call.Withheld = s.withheld(ss, name)
+		call.WithheldWhy, call.Withheld = s.whyWithheld(ss, name)
 		call.Visible = s.visible(ss, st, name)
 		if sl := ss.activeSlash(); sl != nil {
 			call.Activity, call.ReadOnlyActivity = sl.Activity, sl.ReadOnly
@@ -76,11 +76,11 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
 		log.Info("call refused", "reason", d.Reason)
-		return builtin.Refusal(d.Code, registry.Redact(d.Reason, s.cfg.Secrets))
+		return builtin.Refusal(d.Code, registry.Redact(d.Reason, s.cfg().Secrets))
 	}
 	res, err := s.forward(ctx, name, d.Args, meta)
 	if err != nil {
-		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg.Secrets))
+		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg().Secrets))
 		code, outcome := "error.downstream", gate.OutcomeError
 		switch {
 		case errors.Is(err, registry.ErrServerDown):
@@ -95,7 +95,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 			code, outcome = "error.cancelled", gate.OutcomeCancelled
 		}
 		s.ended(id, outcome, code)
-		reason := registry.Redact(err.Error(), s.cfg.Secrets)
+		reason := registry.Redact(err.Error(), s.cfg().Secrets)
 		if outcome == gate.OutcomeUnknown {
 			reason += "; it may or may not have taken effect: check before calling it again"
 		}
@@ -107,14 +107,14 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	}
 	s.ended(id, outcome, "")
 	log.Debug("call done", "is_error", res.IsError)
-	return bound(res, s.cfg.Surface.MaxResultBytes, s.cfg.Secrets)
+	return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets)
 }
 
 // admit decides a call and records it. An allowed call comes back with
 // its ledger id, already recorded as started (the one write a call waits
 // for); a refusal is recorded in the background; an ask goes to approval.
 func (s *Server) admit(ctx context.Context, ss *session, call gate.Call) (gate.Decision, int64) {
-	d := s.gate.Evaluate(ctx, call)
+	d := s.gate().Evaluate(ctx, call)
 	if s.ledger == nil {
 		if d.Verdict == gate.Ask {
 			d = s.approve(ctx, ss, call, d, 0)
@@ -162,10 +162,10 @@ func (s *Server) gateTool(t registry.Tool) *gate.Tool {
 	a := t.Annotations
 	gt := &gate.Tool{Name: t.Exposed, Server: t.Server, Schema: t.InputSchema,
 		Hints: gate.Hints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}}
-	if srv, ok := s.cfg.Server(t.Server); ok {
+	if srv, ok := s.cfg().Server(t.Server); ok {
 		gt.Dir = srv.Cwd
 	}
-	_, gt.SlashGated = s.cfg.SlashFor(t.Exposed)
+	_, gt.SlashGated = s.cfg().SlashFor(t.Exposed)
 	return gt
 }
 
@@ -226,13 +226,13 @@ type binder struct {
 func (b binder) Bind(names []string) []string {
 	ok := slices.DeleteFunc(slices.Clone(names), func(n string) bool {
 		_, known := b.st.cat.Lookup(n)
-		_, gated := b.s.cfg.SlashFor(n)
+		_, gated := b.s.cfg().SlashFor(n)
 		return !known || gated || b.s.withheld(b.ss, n)
 	})
 	if len(ok) == 0 {
 		return []string{}
 	}
-	return b.ss.bind(ok, b.s.cfg.Surface.MaxBound, b.s.cfg.Surface.BindTurns)
+	return b.ss.bind(ok, b.s.cfg().Surface.MaxBound, b.s.cfg().Surface.BindTurns)
 }
 
 type schemaSource struct{ st *snapshot }

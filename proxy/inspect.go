@@ -14,7 +14,7 @@ import (
 func (s *Server) Search(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
 	st := s.state.Load()
 	ss := &session{id: "cli"}
-	return builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: s.cfg}.Call(ctx, args)
+	return builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: st.cfg}.Call(ctx, args)
 }
 
 // Surface returns the tools a new session sees first, and every tool quiver
@@ -26,7 +26,7 @@ func (s *Server) Surface() (lean, full []mcp.Tool) {
 	}
 	full = append(full, s.builtins()...)
 	for _, t := range st.cat.Tools {
-		if def, ok := st.tools[t.Exposed]; ok {
+		if def, ok := st.tools[t.Exposed]; ok && t.Enabled {
 			full = append(full, def)
 		}
 	}

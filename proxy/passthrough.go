@@ -176,7 +176,7 @@ func (m *mirror) ordered() []struct {
 		srv registry.Server
 		v   *view
 	}
-	for _, srv := range m.s.cfg.Servers {
+	for _, srv := range m.s.cfg().Servers {
 		if v := m.views[srv.Name]; v != nil {
 			out = append(out, struct {
 				srv registry.Server
@@ -236,7 +236,7 @@ func (s *Server) forward(ctx context.Context, name string, args json.RawMessage,
 
 // prefixOf is the prefix of the named server ("" for a transparent one).
 func (s *Server) prefixOf(srv string) string {
-	if sc, ok := s.cfg.Server(srv); ok {
+	if sc, ok := s.cfg().Server(srv); ok {
 		return sc.Prefix
 	}
 	return srv

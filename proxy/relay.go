@@ -149,7 +149,7 @@ func sessionID(ctx context.Context) string {
 // rule in the type's comment, and returns the ctx to send it upstream with.
 func (r *relay) route(ctx context.Context, srv string) (context.Context, server.ClientSession, context.CancelFunc, error) {
 	timeout := registry.DefaultTimeout
-	if sc, ok := r.s.cfg.Server(srv); ok && sc.Timeout > 0 {
+	if sc, ok := r.s.cfg().Server(srv); ok && sc.Timeout > 0 {
 		timeout = sc.Timeout
 	}
 	r.mu.Lock()
@@ -358,7 +358,7 @@ func (r *relay) setLevel(ctx context.Context, level mcp.LoggingLevel) {
 	r.mu.Lock()
 	r.levels[sessionID(ctx)] = level
 	r.mu.Unlock()
-	for _, srv := range r.s.cfg.Servers {
+	for _, srv := range r.s.cfg().Servers {
 		go r.forwardLevel(srv.Name)
 	}
 }
@@ -537,7 +537,7 @@ func (r *relay) rootsChanged(ctx context.Context) {
 	r.mu.Lock()
 	delete(r.roots, sessionID(ctx))
 	r.mu.Unlock()
-	for _, srv := range r.s.cfg.Servers {
+	for _, srv := range r.s.cfg().Servers {
 		go func() {
 			_ = r.s.reg.Do(context.Background(), srv.Name, func(ctx context.Context, c *client.Client) error {
 				return c.RootListChanges(ctx)

@@ -139,7 +139,7 @@ func (m *mirror) resolve(uri string) (srv, orig string, err error) {
 	rv := m.res.Load()
 	if rest, ok := strings.CutPrefix(uri, quiverScheme); ok {
 		srv, orig, ok = strings.Cut(rest, "/")
-		if _, known := m.s.cfg.Server(srv); !ok || !known || orig == "" {
+		if _, known := m.s.cfg().Server(srv); !ok || !known || orig == "" {
 			return "", "", fmt.Errorf("%w: %q names no server of quiver's (the form is quiver://<server>/<uri>)", ErrNoResourceServer, uri)
 		}
 		return srv, orig, nil

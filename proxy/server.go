@@ -15,7 +15,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"gopkg.in/yaml.v3"
 
 	"github.com/quiver-mcp/quiver/builtin"
 	"github.com/quiver-mcp/quiver/gate"
@@ -42,17 +41,22 @@ type Options struct {
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
 // surfaces, and forwards calls that the gate allows.
 type Server struct {
-	cfg    *registry.Config
 	reg    *registry.Registry
-	gate   *gate.Gate
 	ledger *gate.Ledger // nil without a state dir
+	gopts  []gate.Option
 	skills *skills.Library
 	mcp    *server.MCPServer
 	log    *slog.Logger
 	opts   Options
 
-	state   atomic.Pointer[snapshot]
-	changes chan *registry.Catalog
+	// pending is the newest accepted configuration; the next install puts
+	// it in force with the catalog (reload.go).
+	pending  atomic.Pointer[settings]
+	reloadMu sync.Mutex
+	state    atomic.Pointer[snapshot]
+	// installed is closed and replaced after every install.
+	installed atomic.Pointer[chan struct{}]
+	changes   chan *registry.Catalog
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -75,16 +79,8 @@ type snapshot struct {
 	cat   *registry.Catalog
 	ix    *index.Index
 	tools map[string]mcp.Tool // listed definitions, by exposed name
-}
-
-// sections are the parts of servers.yaml the gate owns.
-type sections struct {
-	Fence struct {
-		AllowedDirs  []string `yaml:"allowed_dirs"`
-		OutsideFence string   `yaml:"outside_fence"`
-	} `yaml:"fence"`
-	Policy gate.Policy          `yaml:"policy"`
-	Rest   map[string]yaml.Node `yaml:",inline"`
+	// The configuration and gate in force, swapped with the catalog.
+	*settings
 }
 
 // New builds a Server for cfg. Nothing runs until Start. It fails only on
@@ -99,17 +95,10 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	var sec sections
-	if err := cfg.DecodeSections(&sec); err != nil {
+	// Check the config before opening the ledger; the gate is built below.
+	if _, err := newSettings(cfg, opts.StateDir); err != nil {
 		return nil, err
 	}
-	policy := sec.Policy
-	if len(policy.AllowedDirs) > 0 || policy.OutsideFence != "" {
-		return nil, fmt.Errorf("%w: policy.allowed_dirs and policy.outside_fence belong under fence: (fence.allowed_dirs, fence.outside_fence)", registry.ErrInvalidConfig)
-	}
-	policy.AllowedDirs = sec.Fence.AllowedDirs
-	policy.OutsideFence = sec.Fence.OutsideFence
-	policy.StateDir = opts.StateDir
 	var ledger *gate.Ledger
 	var gopts []gate.Option
 	if opts.StateDir != "" {
@@ -123,21 +112,20 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		ledger = l
 		gopts = append(gopts, gate.WithLedger(l))
 	}
-	g, err := gate.New(policy, gopts...)
+	set, err := newSettings(cfg, opts.StateDir, gopts...)
 	if err != nil {
 		if ledger != nil {
 			ledger.Close()
 		}
-		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
+		return nil, err
 	}
 	lib, errs := skills.Load(cfg.Skills.Dirs)
 	for _, err := range errs {
 		opts.Logger.Warn("skill not loaded", "err", err)
 	}
 	s := &Server{
-		cfg:      cfg,
-		gate:     g,
 		ledger:   ledger,
+		gopts:    gopts,
 		skills:   lib,
 		log:      opts.Logger,
 		opts:     opts,
@@ -147,6 +135,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
+	s.pending.Store(set)
 	s.reg = registry.New(cfg, registry.Options{
 		Logger:              opts.Logger,
 		StateDir:            opts.StateDir,
@@ -303,9 +292,11 @@ func (s *Server) rebuildLoop(ctx context.Context) {
 // install builds the index and the listed definitions for cat, swaps them
 // in, registers the tools with mcp-go, and tells sessions whose list changed.
 func (s *Server) install(cat *registry.Catalog) {
-	entries := append(builtinEntries(s.builtins()), s.skillEntries()...)
+	set := s.pending.Load()
+	cfg := set.cfg
+	entries := append(builtinEntries(s.builtinsFor(cfg)), s.skillEntries()...)
 	tools := map[string]mcp.Tool{}
-	for _, t := range s.builtins() {
+	for _, t := range s.builtinsFor(cfg) {
 		tools[t.Name] = t
 	}
 	var serverTools []server.ServerTool
@@ -322,11 +313,17 @@ func (s *Server) install(cat *registry.Catalog) {
 			s.log.Error("tool left out: invalid header annotations", "server", t.Server, "tool", t.Name, "err", err)
 			continue
 		}
-		if slices.Contains(s.cfg.Surface.AlwaysOn, t.Exposed) {
+		if slices.Contains(cfg.Surface.AlwaysOn, t.Exposed) {
 			def.Meta = alwaysLoad()
 		}
+		// A switched-off tool stays registered, so that a host that cached
+		// it gets deny.withheld rather than "tool not found"; it is never
+		// listed (withheld) and never found (not indexed).
 		tools[t.Exposed] = def
 		serverTools = append(serverTools, server.ServerTool{Tool: def, Handler: s.handleDirect})
+		if !t.Enabled {
+			continue
+		}
 		entries = append(entries, index.Entry{
 			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: t.Title,
 			Description: t.Description, Keywords: t.Keywords,
@@ -339,20 +336,22 @@ func (s *Server) install(cat *registry.Catalog) {
 		s.log.Error("index build failed; keeping the previous index", "err", err)
 		return
 	}
-	for _, b := range s.builtins() {
+	for _, b := range s.builtinsFor(cfg) {
 		serverTools = append(serverTools, server.ServerTool{Tool: b, Handler: s.handleBuiltin})
 	}
-	old := s.state.Swap(&snapshot{cat: cat, ix: ix, tools: tools})
+	old := s.state.Swap(&snapshot{cat: cat, ix: ix, tools: tools, settings: set})
 	s.mcp.SetTools(serverTools...)
 	if old != nil {
 		// Searches in flight may still hold the old index; give them time.
 		time.AfterFunc(10*time.Second, func() { _ = old.ix.Close() })
 	}
 	s.log.Debug("catalog installed", "gen", cat.Gen, "tools", len(cat.Tools))
+	s.unbindSwitchedOff(cat)
 	for _, ss := range s.allSessions() {
 		ss.forgetSearch() // the new catalog may answer the same search differently
 		s.notify(ss)
 	}
+	s.signalInstalled()
 }
 
 func alwaysLoad() *mcp.Meta {
@@ -374,11 +373,13 @@ func builtinTools(reveal string) []mcp.Tool {
 
 // builtins are quiver's own tools on this server's surface: none in
 // transparent mode.
-func (s *Server) builtins() []mcp.Tool {
+func (s *Server) builtins() []mcp.Tool { return s.builtinsFor(s.cfg()) }
+
+func (s *Server) builtinsFor(cfg *registry.Config) []mcp.Tool {
 	if s.transparent {
 		return nil
 	}
-	return builtinTools(s.cfg.Surface.Reveal)
+	return builtinTools(cfg.Surface.Reveal)
 }
 
 func builtinEntries(builtins []mcp.Tool) []index.Entry {

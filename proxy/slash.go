@@ -20,8 +20,8 @@ import (
 // prompts quiver offers: downstream prompts, prefixed, join them.
 func (s *Server) slashPrompts() []server.ServerPrompt {
 	var out []server.ServerPrompt
-	for i := range s.cfg.Slash {
-		sl := &s.cfg.Slash[i]
+	for i := range s.cfg().Slash {
+		sl := &s.cfg().Slash[i]
 		opts := []mcp.PromptOption{mcp.WithPromptDescription(sl.Description)}
 		for _, a := range sl.Arguments {
 			aopts := []mcp.ArgumentOption{mcp.ArgumentDescription(a.Description)}
@@ -82,7 +82,7 @@ func (s *Server) slashText(ss *session, st *snapshot, sl *registry.Slash, args m
 	}
 	if len(sl.Tools) > 0 {
 		how := "call them by name"
-		if s.cfg.Surface.Reveal != registry.RevealList {
+		if s.cfg().Surface.Reveal != registry.RevealList {
 			how += `, or with call_tool {"name": ..., "arguments": {...}} if they are not in your tool list`
 		}
 		fmt.Fprintf(&b, "For this turn you have these tools (%s):\n", how)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -81,7 +82,7 @@ func (s *Server) layers(ss *session, st *snapshot) layers {
 	for _, b := range s.builtins() {
 		add(&l.always, b.Name)
 	}
-	for _, n := range s.cfg.Surface.AlwaysOn {
+	for _, n := range s.cfg().Surface.AlwaysOn {
 		add(&l.always, n)
 	}
 	if sl := ss.activeSlash(); sl != nil {
@@ -89,7 +90,7 @@ func (s *Server) layers(ss *session, st *snapshot) layers {
 			add(&l.forced, n)
 		}
 	}
-	for _, n := range ss.bound(s.cfg.Surface.BindTurns) {
+	for _, n := range ss.bound(s.cfg().Surface.BindTurns) {
 		add(&l.found, n)
 	}
 	return l
@@ -100,7 +101,7 @@ func (s *Server) layers(ss *session, st *snapshot) layers {
 // every other tool in direct mode.
 func (s *Server) surface(ss *session, st *snapshot) []string {
 	l := s.layers(ss, st)
-	switch s.cfg.Surface.Reveal {
+	switch s.cfg().Surface.Reveal {
 	case registry.RevealDirect:
 		names := slices.Concat(l.always, l.forced)
 		for _, t := range st.cat.Tools {
@@ -108,7 +109,7 @@ func (s *Server) surface(ss *session, st *snapshot) []string {
 			if _, ok := st.tools[n]; !ok || slices.Contains(names, n) || s.withheld(ss, n) {
 				continue
 			}
-			if _, gated := s.cfg.SlashFor(n); gated {
+			if _, gated := s.cfg().SlashFor(n); gated {
 				continue // listed only in the turn its slash command forces it
 			}
 			names = append(names, n)
@@ -120,7 +121,7 @@ func (s *Server) surface(ss *session, st *snapshot) []string {
 		ss.mu.Unlock()
 		// A 2026-07-28 client's list must not change as a side effect; it
 		// reaches forced and found tools through call_tool.
-		if modern && s.cfg.Surface.Reveal == registry.RevealAuto {
+		if modern && s.cfg().Surface.Reveal == registry.RevealAuto {
 			return l.always
 		}
 		return l.all()
@@ -129,25 +130,40 @@ func (s *Server) surface(ss *session, st *snapshot) []string {
 }
 
 // withheld reports whether the session may not see, bind or call name
-// now, whatever a search or a slash command says: an activity narrows the
-// catalog and nothing widens it. Today that is a tool outside the allow
-// list of this turn's slash command; switched-off tools belong here too.
-// quiver's builtins are never withheld.
+// now, whatever a search or a slash command says (see whyWithheld).
 func (s *Server) withheld(ss *session, name string) bool {
+	_, w := s.whyWithheld(ss, name)
+	return w
+}
+
+// whyWithheld is the one decision: a tool switched off (tools.yaml, or its
+// server's tools_default: off) or outside the allow list of this turn's
+// slash command is withheld: not listed, not found, not bound, refused at
+// dispatch with deny.withheld; an activity narrows the catalog and nothing
+// widens it. why ends the refusal's sentence. quiver's builtins are never
+// withheld.
+func (s *Server) whyWithheld(ss *session, name string) (why string, withheld bool) {
 	if isBuiltin(name) {
-		return false
+		return "", false
+	}
+	if t, ok := s.state.Load().cat.Lookup(name); ok && !t.Enabled {
+		why = "it is switched off here"
+		if t.Toggle != "" {
+			why += " (" + t.Toggle + ")"
+		}
+		return why + "; ask the user to enable it (quiver tools enable " + name + "), or use another tool", true
 	}
 	if sl := ss.activeSlash(); sl != nil && len(sl.Allow) > 0 && !registry.MatchAny(sl.Allow, name) {
-		return true
+		return fmt.Sprintf("this turn's /%s allows only %s", sl.Name, strings.Join(sl.Allow, ", ")), true
 	}
-	return false
+	return "", false
 }
 
 // visible reports whether the session may call name now. (The gate
 // checks slash gating first, so a slash-gated tool gets deny.slash_gated,
 // not a "search first" that could never bind it.)
 func (s *Server) visible(ss *session, st *snapshot, name string) bool {
-	if s.cfg.Surface.Reveal == registry.RevealDirect {
+	if s.cfg().Surface.Reveal == registry.RevealDirect {
 		return true
 	}
 	return slices.Contains(s.layers(ss, st).all(), name)

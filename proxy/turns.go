@@ -38,7 +38,7 @@ func (s *Server) clock(h *server.Hooks) {
 		}
 		ss := s.session(ctx)
 		user := mcp.MCPMethod(req.Method) == mcp.MethodPromptsGet
-		if ss.advance(turnValue(req.Params.Meta[TurnMeta]), user, s.opts.Now(), s.cfg.Surface.TurnIdle) {
+		if ss.advance(turnValue(req.Params.Meta[TurnMeta]), user, s.opts.Now(), s.cfg().Surface.TurnIdle) {
 			s.notify(ss) // bindings and forced tools may have expired
 		}
 		return nil

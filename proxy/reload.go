@@ -1,0 +1,135 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// settings are what a configuration gives the proxy: the config itself and
+// the gate compiled from its fence and policy. They change together, with
+// the catalog, at an install.
+type settings struct {
+	cfg  *registry.Config
+	gate *gate.Gate
+}
+
+// sections are the parts of servers.yaml the gate owns.
+type sections struct {
+	Fence struct {
+		AllowedDirs  []string `yaml:"allowed_dirs"`
+		OutsideFence string   `yaml:"outside_fence"`
+	} `yaml:"fence"`
+	Policy gate.Policy          `yaml:"policy"`
+	Rest   map[string]yaml.Node `yaml:",inline"`
+}
+
+// newSettings compiles cfg's fence and policy (with the gate options that
+// outlive a reload: the ledger); an error wraps registry.ErrInvalidConfig.
+func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*settings, error) {
+	var sec sections
+	if err := cfg.DecodeSections(&sec); err != nil {
+		return nil, err
+	}
+	policy := sec.Policy
+	if len(policy.AllowedDirs) > 0 || policy.OutsideFence != "" {
+		return nil, fmt.Errorf("%w: policy.allowed_dirs and policy.outside_fence belong under fence: (fence.allowed_dirs, fence.outside_fence)", registry.ErrInvalidConfig)
+	}
+	policy.AllowedDirs = sec.Fence.AllowedDirs
+	policy.OutsideFence = sec.Fence.OutsideFence
+	policy.StateDir = stateDir
+	g, err := gate.New(policy, gopts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
+	}
+	return &settings{cfg: cfg, gate: g}, nil
+}
+
+// cfg is the configuration in force.
+func (s *Server) cfg() *registry.Config { return s.state.Load().cfg }
+
+// gate is the gate in force.
+func (s *Server) gate() *gate.Gate { return s.state.Load().gate }
+
+// Config returns the configuration in force, toggles included.
+func (s *Server) Config() *registry.Config { return s.cfg() }
+
+// Reload puts cfg (a valid registry.Config, toggles attached) in force
+// without a restart: the gate is rebuilt from its fence and policy (a
+// policy that does not compile rejects the whole reload, and nothing
+// changes), the registry applies the server changes, and then one catalog
+// makes one install: one index build, and list_changed only to the
+// sessions whose list changed. Tools switched off are unbound in every
+// session. It returns once the new configuration is in force.
+func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
+	set, err := newSettings(cfg, s.opts.StateDir, s.gopts...)
+	if err != nil {
+		return err
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	prev := s.pending.Swap(set)
+	wait := s.installWait()
+	ch, err := s.reg.Apply(ctx, cfg)
+	if err != nil {
+		s.pending.CompareAndSwap(set, prev)
+		return fmt.Errorf("reload: %w", err)
+	}
+	s.log.Info("config: reload applied", "added", len(ch.Added), "removed", len(ch.Removed),
+		"restarted", len(ch.Restarted), "updated", len(ch.Updated))
+	for s.state.Load().settings != set {
+		select {
+		case <-wait:
+			wait = s.installWait()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (s *Server) installWait() <-chan struct{} {
+	if p := s.installed.Load(); p != nil {
+		return *p
+	}
+	ch := make(chan struct{})
+	if s.installed.CompareAndSwap(nil, &ch) {
+		return ch
+	}
+	return *s.installed.Load()
+}
+
+func (s *Server) signalInstalled() {
+	ch := make(chan struct{})
+	if old := s.installed.Swap(&ch); old != nil {
+		close(*old)
+	}
+}
+
+// unbindSwitchedOff drops, in every session, the bindings of tools cat
+// switches off: switched on again, they must be found again.
+func (s *Server) unbindSwitchedOff(cat *registry.Catalog) {
+	for _, ss := range s.allSessions() {
+		ss.unbind(func(name string) bool {
+			t, ok := cat.Lookup(name)
+			return ok && !t.Enabled
+		})
+	}
+}
+
+// unbind forgets the bindings drop says to.
+func (ss *session) unbind(drop func(name string) bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	kept := ss.found[:0]
+	for _, b := range ss.found {
+		if !drop(b.name) {
+			kept = append(kept, b)
+		}
+	}
+	ss.found = kept
+}
