@@ -110,55 +110,6 @@ Flags:
 	}
 }
 
-func toolsCmd() *command {
-	return &command{
-		summary: "list every tool the configured servers offer",
-		usage:   "tools list [--config PATH] [--json]",
-		help: `
-Starts the configured servers and lists every tool: its exposed name, its
-server, whether it is enabled, and its action class (read, write,
-destructive, network) as its annotations describe it.
-
-Flags:
-  --json     one JSON object per tool
-  --wait D   how long to wait for servers to start (default 30s)`,
-		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) == 0 || args[0] != "list" {
-				return fmt.Errorf("%w: the tools command takes a subcommand: list", errUsage)
-			}
-			var c common
-			var wait time.Duration
-			var asJSON bool
-			fs := newFlags("tools list")
-			c.register(fs)
-			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
-			fs.BoolVar(&asJSON, "json", false, "JSON lines")
-			if err := parse(fs, args[1:]); err != nil {
-				return err
-			}
-			p, err := started(ctx, e, &c, wait)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			cat := p.Catalog()
-			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-			if !asJSON {
-				fmt.Fprintln(tw, "TOOL\tSERVER\tENABLED\tCLASS")
-			}
-			for _, t := range cat.Tools {
-				if asJSON {
-					b, _ := json.Marshal(map[string]any{"name": t.Exposed, "server": t.Server, "tool": t.Name, "enabled": true, "class": class(t.Annotations)})
-					fmt.Fprintln(e.stdout, string(b))
-					continue
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Exposed, t.Server, "yes", class(t.Annotations))
-			}
-			return tw.Flush()
-		},
-	}
-}
-
 // class reads a tool's action class from its annotations. They are hints
 // from the server, shown as such; the gate applies its own overrides.
 func class(a mcp.ToolAnnotation) string {
@@ -178,8 +129,9 @@ func doctorCmd() *command {
 		summary: "check every server and weigh the surface",
 		usage:   "doctor [--config PATH] [--wait D]",
 		help: `
-Loads the configuration (reporting any error with its line), starts every
-server, and prints each one's state, tool count and last error; then the size
+Loads the configuration (reporting any error with its file, line and key,
+and whether a running quiver keeps its last good configuration meanwhile),
+starts every server, and prints each one's state, tool count and last error; then the size
 of what a model reads first (the lean surface) against listing every tool,
 in bytes and estimated tokens (4 bytes a token). Exits 1 if any server is down.
 
@@ -194,11 +146,19 @@ Flags:
 			if err := parse(fs, args); err != nil {
 				return err
 			}
+			if _, err := c.loadExplained(e); err != nil {
+				return err
+			}
 			p, err := started(ctx, e, &c, wait)
 			if err != nil {
 				return err
 			}
 			defer p.Close()
+			if state, err := c.state(e); err == nil {
+				if st, ok := runningStatus(state, c.serversPath(e)); ok && describeRunning(st) != "" {
+					fmt.Fprintf(e.stdout, "config: %s\n\n", describeRunning(st))
+				}
+			}
 			cat := p.Catalog()
 			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tLAST ERROR")

@@ -52,6 +52,8 @@ func commands() map[string]*command {
 		"serve":          serveCmd(),
 		"search":         searchCmd(),
 		"tools":          toolsCmd(),
+		"config":         configCmd(),
+		"import":         importCmd(),
 		"doctor":         doctorCmd(),
 		"tokens":         tokensCmd(),
 		"version":        versionCmd(),
@@ -143,30 +145,58 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 // common are the flags every command that reads the config shares.
 type common struct {
-	config, stateDir, logLevel string
+	config, toggles, stateDir, logLevel string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: ./servers.yaml, else $XDG_CONFIG_HOME/quiver/servers.yaml, else the built-in default)")
+	fs.StringVar(&c.toggles, "toggles", "", "the tool toggles file (default: tools.yaml beside servers.yaml)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "where quiver keeps its state (default: $XDG_STATE_HOME/quiver)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 }
 
-// load finds and validates the configuration.
+// load finds and validates the configuration and its toggles file.
 func (c *common) load(e *env) (*registry.Config, error) {
-	path := c.config
+	path := c.serversPath(e)
+	var cfg *registry.Config
+	var err error
 	if path == "" {
-		for _, p := range []string{"servers.yaml", filepath.Join(configHome(e), "quiver", "servers.yaml")} {
-			if _, err := os.Stat(p); err == nil {
-				path = p
-				break
-			}
+		cfg, err = registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
+	} else {
+		cfg, err = registry.LoadConfig(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Toggles, err = registry.LoadToggles(c.togglesPath(e)); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// serversPath is the servers.yaml in use; "" for the built-in one.
+func (c *common) serversPath(e *env) string {
+	if c.config != "" {
+		return c.config
+	}
+	for _, p := range []string{"servers.yaml", filepath.Join(configHome(e), "quiver", "servers.yaml")} {
+		if _, err := os.Stat(p); err == nil {
+			return p
 		}
 	}
-	if path == "" {
-		return registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
+	return ""
+}
+
+// togglesPath is the toggles file: --toggles, else tools.yaml beside
+// servers.yaml, else (built-in config) in quiver's config folder.
+func (c *common) togglesPath(e *env) string {
+	if c.toggles != "" {
+		return c.toggles
 	}
-	return registry.LoadConfig(path)
+	if p := c.serversPath(e); p != "" {
+		return filepath.Join(filepath.Dir(p), registry.TogglesFile)
+	}
+	return filepath.Join(configHome(e), "quiver", registry.TogglesFile)
 }
 
 func (c *common) state(e *env) (string, error) {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+func toolsCmd() *command {
+	return &command{
+		summary: "list tools, switch them on and off (the tools panel)",
+		usage:   "tools list [--server S] [--enabled|--disabled] [--json] | tools enable NAME|GLOB... | tools disable NAME|GLOB...",
+		help: `
+quiver tools list [--server S] [--enabled|--disabled] [--json] [--wait D]
+  Starts the configured servers and lists every tool: its exposed name, its
+  server, whether it is enabled, its action class (read, write,
+  destructive, network) as its annotations describe it, and which line of
+  the toggles file (or which tools_default: off) decided when one did.
+
+quiver tools enable NAME|GLOB...
+quiver tools disable NAME|GLOB...
+  Switch tools on or off in the toggles file (tools.yaml beside servers.yaml
+  unless --toggles). NAME is an exposed name (github__create_issue), GLOB a
+  pattern (slack__*, github__get_?). The file is edited in place, comments
+  kept, and replaced atomically; a running quiver picks the change up at
+  once: a switched-off tool is no longer listed, found, bound or callable
+  (deny.withheld), in every session.
+
+The toggles file:
+
+  enabled:            # switch these on
+    - github__*
+  disabled:           # switch these off
+    - github__delete_*
+
+A tool starts on, or off when its server says tools_default: off in
+servers.yaml; every entry that matches it then switches it, and the later
+line in the file wins. A missing file switches nothing.
+
+Flags:
+  --config PATH    servers.yaml (its folder holds tools.yaml)
+  --toggles PATH   the toggles file
+  --server S       list only server S's tools
+  --enabled        list only enabled tools; --disabled only disabled ones
+  --json           one JSON object per tool
+  --wait D         how long to wait for servers to start (default 30s)`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("%w: the tools command takes a subcommand: list, enable or disable", errUsage)
+			}
+			switch args[0] {
+			case "list":
+				return toolsList(ctx, e, args[1:])
+			case "enable", "disable":
+				return toolsSwitch(e, args[0] == "enable", args[1:])
+			}
+			return fmt.Errorf("%w: no tools subcommand %q; use list, enable or disable", errUsage, args[0])
+		},
+	}
+}
+
+func toolsList(ctx context.Context, e *env, args []string) error {
+	var c common
+	var wait time.Duration
+	var asJSON, onlyOn, onlyOff bool
+	var srv string
+	fs := newFlags("tools list")
+	c.register(fs)
+	fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+	fs.BoolVar(&asJSON, "json", false, "JSON lines")
+	fs.BoolVar(&onlyOn, "enabled", false, "only enabled tools")
+	fs.BoolVar(&onlyOff, "disabled", false, "only disabled tools")
+	fs.StringVar(&srv, "server", "", "only this server's tools")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if onlyOn && onlyOff {
+		return fmt.Errorf("%w: --enabled and --disabled exclude each other", errUsage)
+	}
+	if _, err := c.loadExplained(e); err != nil {
+		return err
+	}
+	p, err := started(ctx, e, &c, wait)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if srv != "" {
+		if _, ok := p.Config().Server(srv); !ok {
+			return fmt.Errorf("%w: no server %q in %s", errUsage, srv, p.Config().Path)
+		}
+	}
+	cat := p.Catalog()
+	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "TOOL\tSERVER\tENABLED\tCLASS\tBY")
+	}
+	for _, t := range cat.Tools {
+		if (srv != "" && t.Server != srv) || (onlyOn && !t.Enabled) || (onlyOff && t.Enabled) {
+			continue
+		}
+		if asJSON {
+			b, _ := json.Marshal(map[string]any{"name": t.Exposed, "server": t.Server, "tool": t.Name,
+				"enabled": t.Enabled, "class": class(t.Annotations), "by": t.Toggle})
+			fmt.Fprintln(e.stdout, string(b))
+			continue
+		}
+		on := "yes"
+		if !t.Enabled {
+			on = "no"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Exposed, t.Server, on, class(t.Annotations), t.Toggle)
+	}
+	return tw.Flush()
+}
+
+func toolsSwitch(e *env, on bool, args []string) error {
+	verb := map[bool]string{true: "enable", false: "disable"}[on]
+	var c common
+	fs := newFlags("tools " + verb)
+	c.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: say which tools, e.g. quiver tools %s slack__*", errUsage, verb)
+	}
+	path := c.togglesPath(e)
+	src, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return err
+	}
+	out, moved, err := registry.EditToggles(src, on, fs.Args())
+	if err != nil {
+		if errors.Is(err, registry.ErrInvalidConfig) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, out, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	fmt.Fprintf(e.stdout, "%sd %v in %s; a running quiver follows at once.\n", verb, fs.Args(), path)
+	if moved {
+		fmt.Fprintf(e.stdout, "note: the %s: list was moved to the end of the file so that it wins (the later line wins); check the order of your other entries.\n", verb+"d")
+	}
+	return nil
+}
+
