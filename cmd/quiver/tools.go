@@ -157,4 +157,3 @@ func toolsSwitch(e *env, on bool, args []string) error {
 	}
 	return nil
 }
-
