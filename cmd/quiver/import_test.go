@@ -57,7 +57,7 @@ fence:
 func TestImportRoundTrips(t *testing.T) {
 	env := map[string]string{
 		"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
-		"API_KEY": "k1", "HOME": "/home/me", "LINEAR_TOKEN": "lin_api_123456", "OLD_TOKEN": "abcdef",
+		"API_KEY":                      "k1", "HOME": "/home/me", "LINEAR_TOKEN": "lin_api_123456", "OLD_TOKEN": "abcdef",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	src := commentedServers
