@@ -1,0 +1,170 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// liveConfig is a servers.yaml a running quiver watches, and its state dir.
+type liveConfig struct {
+	t                     testing.TB
+	dir, path, state, tgl string
+}
+
+func newLiveConfig(t testing.TB, text string) *liveConfig {
+	dir := t.TempDir()
+	c := &liveConfig{t: t, dir: dir, path: filepath.Join(dir, "servers.yaml"), state: filepath.Join(dir, "state"), tgl: filepath.Join(dir, "tools.yaml")}
+	c.write(c.path, text)
+	return c
+}
+
+// write saves like an editor that writes a temp file and renames it over.
+func (c *liveConfig) write(p, text string) {
+	c.t.Helper()
+	tmp := p + ".swp"
+	if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *liveConfig) args() []string {
+	// Later flags win: these replace startQuiver's own config and state.
+	return []string{"--config", c.path, "--state-dir", c.state}
+}
+
+// settle waits out notifications of the start-up, then forgets them.
+func (h *host) settle() {
+	time.Sleep(300 * time.Millisecond) // not synchronisation: lets stray start-up notifications land
+	h.drain()
+}
+
+const directTwo = `
+surface:
+  reveal: direct
+servers:
+  example:
+    command: quiver
+    args: [example-server, --test-tools]
+`
+
+func TestReloadAddRemoveServerLive(t *testing.T) {
+	lc := newLiveConfig(t, directTwo)
+	h := startQuiver(t, "", hostOptions{args: lc.args()})
+	h.waitTools("example__echo")
+	h.settle()
+
+	// Add a server: exactly one list_changed, and its tools are listed.
+	lc.write(lc.path, directTwo+"  second:\n    command: quiver\n    args: [example-server, --test-tools]\n")
+	h.waitChanged()
+	h.noChange()
+	names, _ := h.list()
+	if !containsAll(names, []string{"example__echo", "second__echo"}) {
+		t.Fatalf("after adding a server: %v", names)
+	}
+	if res := h.call("second__echo", `{"x":1}`); res.IsError {
+		t.Fatalf("call to the added server: %s", textOf(res))
+	}
+
+	// A change that leaves every list as it is: no list_changed at all.
+	lc.write(lc.path, directTwo+"  second:\n    command: quiver\n    args: [example-server, --test-tools]\n    keywords: [again]\n")
+	h.noChange()
+
+	// An invalid file: rejected whole, nothing changes, and doctor says
+	// the running quiver keeps its last good configuration.
+	lc.write(lc.path, directTwo+"  second:\n    comand: quiver\n")
+	h.noChange()
+	out, _ := exec.Command(quiverBin, "doctor", "--config", lc.path, "--state-dir", lc.state).CombinedOutput()
+	if !strings.Contains(string(out), `servers.yaml:9: unknown key "comand"`) || !strings.Contains(string(out), "keeps its last good configuration") {
+		t.Errorf("doctor on a rejected change:\n%s", out)
+	}
+	if res := h.call("second__echo", `{}`); res.IsError {
+		t.Fatalf("the last good config is not in force: %s", textOf(res))
+	}
+
+	// Remove it: exactly one list_changed; its tools are gone.
+	lc.write(lc.path, directTwo)
+	h.waitChanged()
+	h.noChange()
+	names, _ = h.list()
+	if slices.Contains(names, "second__echo") || !slices.Contains(names, "example__echo") {
+		t.Fatalf("after removing a server: %v", names)
+	}
+	wantRefusal(t, h.call("call_tool", map[string]any{"name": "second__echo"}), "deny.unknown_tool")
+}
+
+func TestToggleOffABoundTool(t *testing.T) {
+	lc := newLiveConfig(t, exampleConfig("auto", ""))
+	h := startQuiver(t, "", hostOptions{args: lc.args()})
+	h.list() // a host that has not listed is never told the list changed
+	h.searchUntil("echo arguments", "example__echo")
+	h.waitChanged()
+	names, _ := h.list()
+	if !slices.Contains(names, "example__echo") {
+		t.Fatalf("example__echo not bound: %v", names)
+	}
+	h.settle()
+
+	// Switch it off with the CLI: the session hears once; the tool leaves
+	// its list, search no longer finds it, and the host's cached name is
+	// refused with deny.withheld.
+	out, err := exec.Command(quiverBin, "tools", "disable", "--config", lc.path, "example__echo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tools disable: %v\n%s", err, out)
+	}
+	h.waitChanged()
+	h.noChange()
+	names, _ = h.list()
+	if slices.Contains(names, "example__echo") {
+		t.Fatalf("a switched-off tool is still listed: %v", names)
+	}
+	wantRefusal(t, h.call("example__echo", `{}`), "deny.withheld")
+	wantRefusal(t, h.call("call_tool", map[string]any{"name": "example__echo", "arguments": map[string]any{}}), "deny.withheld")
+	if res := h.search("echo arguments"); strings.Contains(textOf(res), "example__echo") {
+		t.Fatalf("search finds a switched-off tool:\n%s", textOf(res))
+	}
+
+	// On again: it was unbound, so it must be found again.
+	h.drain()
+	out, err = exec.Command(quiverBin, "tools", "enable", "--config", lc.path, "example__*").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tools enable: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res := h.call("example__echo", `{}`)
+		if strings.Contains(textOf(res), "deny.not_bound") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after enable: %s", textOf(res))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.searchUntil("echo arguments", "example__echo")
+	if res := h.call("example__echo", `{"x":1}`); res.IsError {
+		t.Fatalf("after search: %s", textOf(res))
+	}
+}
+
+func TestToolsDefaultOff(t *testing.T) {
+	lc := newLiveConfig(t, exampleConfig("direct", "    tools_default: \"off\"\n"))
+	lc.write(lc.tgl, "# only what we need\nenabled:\n  - example__echo\n")
+	h := startQuiver(t, "", hostOptions{args: lc.args()})
+	names := h.waitTools("example__echo")
+	if slices.Contains(names, "example__notes_add") {
+		t.Fatalf("tools_default: off listed %v", names)
+	}
+	out, err := exec.Command(quiverBin, "tools", "list", "--config", lc.path, "--state-dir", lc.state, "--disabled").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "example__notes_add") || strings.Contains(string(out), "example__echo ") ||
+		!strings.Contains(string(out), "tools_default: off") {
+		t.Fatalf("tools list --disabled: %v\n%s", err, out)
+	}
+}
