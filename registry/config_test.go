@@ -100,9 +100,9 @@ func TestConfigDefaults(t *testing.T) {
 	t.Run("server_defaults", func(t *testing.T) {
 		cfg := mustParse(t, "servers:\n  local:\n    command: x\n  remote:\n    url: https://mcp.example.com/mcp\n  old:\n    url: http://localhost:1/sse\n    transport: sse\n", nil)
 		want := []Server{
-			{Name: "local", Command: "x", Transport: TransportStdio, Prefix: "local", Timeout: DefaultTimeout, Line: 2},
-			{Name: "remote", URL: "https://mcp.example.com/mcp", Transport: TransportHTTP, Prefix: "remote", Timeout: DefaultTimeout, Line: 4},
-			{Name: "old", URL: "http://localhost:1/sse", Transport: TransportSSE, Prefix: "old", Timeout: DefaultTimeout, Line: 6},
+			{Name: "local", Command: "x", Transport: TransportStdio, Prefix: "local", Timeout: DefaultTimeout, Line: 2, Written: Spec{Command: "x"}},
+			{Name: "remote", URL: "https://mcp.example.com/mcp", Transport: TransportHTTP, Prefix: "remote", Timeout: DefaultTimeout, Line: 4, Written: Spec{URL: "https://mcp.example.com/mcp"}},
+			{Name: "old", URL: "http://localhost:1/sse", Transport: TransportSSE, Prefix: "old", Timeout: DefaultTimeout, Line: 6, Written: Spec{URL: "http://localhost:1/sse"}},
 		}
 		if !reflect.DeepEqual(cfg.Servers, want) {
 			t.Errorf("servers\n got %+v\nwant %+v", cfg.Servers, want)
@@ -564,4 +564,16 @@ func TestDecodeSections(t *testing.T) {
 			t.Errorf("err %v", err)
 		}
 	})
+}
+
+func TestConfigToolsDefaultAndWritten(t *testing.T) {
+	cfg := mustParse(t, "servers:\n  gh:\n    command: npx\n    env: {TOKEN: \"${TOK}\"}\n    tools_default: off\n", map[string]string{"TOK": "s3cret"})
+	s, _ := cfg.Server("gh")
+	if !s.ToolsOff || s.Env["TOKEN"] != "s3cret" || s.Written.Env["TOKEN"] != "${TOK}" {
+		t.Errorf("server %+v", s)
+	}
+	_, err := ParseConfig("servers.yaml", []byte("servers:\n  gh:\n    command: npx\n    tools_default: false\n"), func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `servers.yaml:4: servers.gh.tools_default: "false" is not on or off`) {
+		t.Errorf("tools_default: false: %v", err)
+	}
 }
