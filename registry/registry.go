@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -240,7 +239,7 @@ func (r *Registry) build() *Catalog {
 			t.Server, t.Keywords = srv.Name, srv.Keywords
 			t.Enabled, t.Toggle = cfg.Toggles.Decide(t.Exposed, !srv.ToolsOff)
 			if t.Toggle == "" && srv.ToolsOff {
-				t.Toggle = fmt.Sprintf("%s:%d tools_default: off", filepath.Base(orDefault(cfg.Path)), srv.Line)
+				t.Toggle = fmt.Sprintf("%s:%d tools_default: off", configName(cfg.Path), srv.Line)
 			}
 			if prev, dup := owner[t.Exposed]; dup {
 				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", srv.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -235,4 +236,12 @@ func sameLaunch(a, b Server) bool {
 func sameServer(a, b Server) bool {
 	return sameLaunch(a, b) && a.Prefix == b.Prefix && slices.Equal(a.Keywords, b.Keywords) &&
 		a.Timeout == b.Timeout && a.ToolsOff == b.ToolsOff
+}
+
+// configName is how messages name the config file.
+func configName(path string) string {
+	if path == "" {
+		return "servers.yaml"
+	}
+	return filepath.Base(path)
 }

@@ -80,17 +80,15 @@ func ParseToggles(p string, b []byte) (*Toggles, error) {
 		Enabled  []string `yaml:"enabled"`
 		Disabled []string `yaml:"disabled"`
 	}
+	var root yaml.Node // for lines; empty when the file is not valid YAML
+	if decodeYAML(yaml.NewDecoder(bytes.NewReader(b)), &root) != nil {
+		root = yaml.Node{}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		msg := yamlMessage(p, err)
-		if p == "" {
-			msg = yamlMessage(TogglesFile, err)
-		}
-		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
+	if err := decodeYAML(dec, &doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(name, &root, err)...))
 	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(b, &root)
 	var errs []error
 	for _, list := range []struct {
 		key string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strings"
@@ -23,12 +24,12 @@ func EditToggles(src []byte, on bool, patterns []string) (out []byte, moved bool
 			return nil, false, fmt.Errorf("%q is not a tool name or glob (like slack__* or github__get_?)", p)
 		}
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, false, fmt.Errorf("%w: %s", ErrInvalidConfig, yamlMessage(TogglesFile, err))
-	}
 	if _, err := ParseToggles(TogglesFile, src); err != nil {
 		return nil, false, err
+	}
+	var doc yaml.Node
+	if err := decodeYAML(yaml.NewDecoder(bytes.NewReader(src)), &doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(TogglesFile, &doc, err)...))
 	}
 	if doc.Kind == 0 {
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
