@@ -26,7 +26,7 @@ func (s *Server) Surface() (lean, full []mcp.Tool) {
 	}
 	full = append(full, s.builtins()...)
 	for _, t := range st.cat.Tools {
-		if def, ok := st.tools[t.Exposed]; ok && t.Enabled {
+		if def, ok := st.tools[t.Exposed]; ok && !t.Off {
 			full = append(full, def)
 		}
 	}

@@ -49,11 +49,19 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 	return &settings{cfg: cfg, gate: g}, nil
 }
 
-// cfg is the configuration in force.
-func (s *Server) cfg() *registry.Config { return s.state.Load().cfg }
+// cfg is the configuration in force (before the first install, during
+// New: the one New was given).
+func (s *Server) cfg() *registry.Config { return s.current().cfg }
 
 // gate is the gate in force.
-func (s *Server) gate() *gate.Gate { return s.state.Load().gate }
+func (s *Server) gate() *gate.Gate { return s.current().gate }
+
+func (s *Server) current() *settings {
+	if st := s.state.Load(); st != nil {
+		return st.settings
+	}
+	return s.pending.Load()
+}
 
 // Config returns the configuration in force, toggles included.
 func (s *Server) Config() *registry.Config { return s.cfg() }
@@ -116,7 +124,7 @@ func (s *Server) unbindSwitchedOff(cat *registry.Catalog) {
 	for _, ss := range s.allSessions() {
 		ss.unbind(func(name string) bool {
 			t, ok := cat.Lookup(name)
-			return ok && !t.Enabled
+			return ok && t.Off
 		})
 	}
 }

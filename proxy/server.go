@@ -321,7 +321,7 @@ func (s *Server) install(cat *registry.Catalog) {
 		// listed (withheld) and never found (not indexed).
 		tools[t.Exposed] = def
 		serverTools = append(serverTools, server.ServerTool{Tool: def, Handler: s.handleDirect})
-		if !t.Enabled {
+		if t.Off {
 			continue
 		}
 		entries = append(entries, index.Entry{

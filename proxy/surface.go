@@ -146,7 +146,7 @@ func (s *Server) whyWithheld(ss *session, name string) (why string, withheld boo
 	if isBuiltin(name) {
 		return "", false
 	}
-	if t, ok := s.state.Load().cat.Lookup(name); ok && !t.Enabled {
+	if t, ok := s.state.Load().cat.Lookup(name); ok && t.Off {
 		why = "it is switched off here"
 		if t.Toggle != "" {
 			why += " (" + t.Toggle + ")"

@@ -20,11 +20,11 @@ type Tool struct {
 	Annotations  mcp.ToolAnnotation
 	// Keywords are the server's keywords from servers.yaml.
 	Keywords []string
-	// Enabled is false when the tool is switched off (toggles file or the
+	// Off is true when the tool is switched off (toggles file or the
 	// server's tools_default: off); Toggle says which line decided, ""
-	// when nothing did.
-	Enabled bool
-	Toggle  string
+	// when nothing did. The zero value is on.
+	Off    bool
+	Toggle string
 }
 
 // State is where a downstream server is in its life.

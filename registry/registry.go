@@ -237,7 +237,8 @@ func (r *Registry) build() *Catalog {
 		for _, t := range tools {
 			t.Exposed = ExposedName(srv.Prefix, t.Name, cfg.Surface.MaxNameLen)
 			t.Server, t.Keywords = srv.Name, srv.Keywords
-			t.Enabled, t.Toggle = cfg.Toggles.Decide(t.Exposed, !srv.ToolsOff)
+			on, why := cfg.Toggles.Decide(t.Exposed, !srv.ToolsOff)
+			t.Off, t.Toggle = !on, why
 			if t.Toggle == "" && srv.ToolsOff {
 				t.Toggle = fmt.Sprintf("%s:%d tools_default: off", configName(cfg.Path), srv.Line)
 			}

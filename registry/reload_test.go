@@ -136,8 +136,8 @@ func TestApplySettingsWithoutRestart(t *testing.T) {
 	if !ok {
 		t.Fatalf("alpha__echo not in the catalog: %v", exposedNames(cat))
 	}
-	if tool.Enabled || !strings.Contains(tool.Toggle, "tools_default: off") || !slices.Equal(tool.Keywords, []string{"greek"}) {
-		t.Errorf("alpha__echo = enabled %v, toggle %q, keywords %v", tool.Enabled, tool.Toggle, tool.Keywords)
+	if !tool.Off || !strings.Contains(tool.Toggle, "tools_default: off") || !slices.Equal(tool.Keywords, []string{"greek"}) {
+		t.Errorf("alpha__echo = enabled %v, toggle %q, keywords %v", !tool.Off, tool.Toggle, tool.Keywords)
 	}
 	if _, err := h.call("alpha__echo", `{}`); err != nil {
 		t.Errorf("the registry forwards a switched-off tool (the proxy refuses it): %v", err)
@@ -162,11 +162,11 @@ func TestApplyToggles(t *testing.T) {
 	cat := h.reg.Catalog()
 	echo, _ := cat.Lookup("a__echo")
 	sleep, _ := cat.Lookup("a__sleep")
-	if !echo.Enabled || echo.Toggle != "tools.yaml:4 enabled a__echo" {
-		t.Errorf("a__echo: %v %q", echo.Enabled, echo.Toggle)
+	if echo.Off || echo.Toggle != "tools.yaml:4 enabled a__echo" {
+		t.Errorf("a__echo: %v %q", !echo.Off, echo.Toggle)
 	}
-	if sleep.Enabled || sleep.Toggle != "tools.yaml:2 disabled a__*" {
-		t.Errorf("a__sleep: %v %q", sleep.Enabled, sleep.Toggle)
+	if !sleep.Off || sleep.Toggle != "tools.yaml:2 disabled a__*" {
+		t.Errorf("a__sleep: %v %q", !sleep.Off, sleep.Toggle)
 	}
 }
 

@@ -261,7 +261,7 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 	enabled := map[string]int{}
 	for _, t := range cat.Tools {
 		et := effectiveTool{Name: t.Exposed, Server: t.Server, Why: t.Toggle}
-		if t.Enabled {
+		if !t.Off {
 			enabled[t.Server]++
 			out.Active = append(out.Active, et)
 		} else {

@@ -104,17 +104,17 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(tw, "TOOL\tSERVER\tENABLED\tCLASS\tBY")
 	}
 	for _, t := range cat.Tools {
-		if (srv != "" && t.Server != srv) || (onlyOn && !t.Enabled) || (onlyOff && t.Enabled) {
+		if (srv != "" && t.Server != srv) || (onlyOn && t.Off) || (onlyOff && !t.Off) {
 			continue
 		}
 		if asJSON {
 			b, _ := json.Marshal(map[string]any{"name": t.Exposed, "server": t.Server, "tool": t.Name,
-				"enabled": t.Enabled, "class": class(t.Annotations), "by": t.Toggle})
+				"enabled": !t.Off, "class": class(t.Annotations), "by": t.Toggle})
 			fmt.Fprintln(e.stdout, string(b))
 			continue
 		}
 		on := "yes"
-		if !t.Enabled {
+		if t.Off {
 			on = "no"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Exposed, t.Server, on, class(t.Annotations), t.Toggle)
