@@ -20,12 +20,7 @@ var ErrUnknownServer = errors.New("unknown server")
 // that closes during f marks the server dead so it restarts, as a failed
 // call would.
 func (r *Registry) Do(ctx context.Context, server string, f func(ctx context.Context, c *client.Client) error) error {
-	var c *conn
-	for _, x := range r.conns {
-		if x.srv.Name == server {
-			c = x
-		}
-	}
+	c := r.connFor(server) // the set of servers changes under Apply
 	if c == nil {
 		return fmt.Errorf("%w: %q", ErrUnknownServer, server)
 	}
@@ -35,7 +30,8 @@ func (r *Registry) Do(ctx context.Context, server string, f func(ctx context.Con
 	if cl == nil {
 		return fmt.Errorf("%w: %s is %s", ErrServerDown, server, state)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.srv.Timeout)
+	timeout := c.timeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := f(ctx, cl)
 	switch {
@@ -45,7 +41,7 @@ func (r *Registry) Do(ctx context.Context, server string, f func(ctx context.Con
 		c.markDead(dead)
 		return fmt.Errorf("%w: %s stopped during the request", ErrServerDown, server)
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return fmt.Errorf("%s did not answer within %s: %w", server, c.srv.Timeout, err)
+		return fmt.Errorf("%s did not answer within %s: %w", server, timeout, err)
 	}
 	return err
 }
