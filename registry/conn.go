@@ -345,10 +345,12 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 	defer cancel()
 	res, err := cl.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, RawArguments: args, Meta: meta}})
 	if err != nil {
+		if why := c.stopWhy.Load(); why != nil {
+			// Stopped by Apply: the transport closed, or the server ended
+			// the call as it shut down; either way, say why.
+			return nil, fmt.Errorf("%w: %s %s during the call (%v)", ErrServerDown, c.srv.Name, *why, err)
+		}
 		if errors.Is(err, transport.ErrTransportClosed) {
-			if why := c.stopWhy.Load(); why != nil {
-				return nil, fmt.Errorf("%w: %s %s during the call", ErrServerDown, c.srv.Name, *why)
-			}
 			c.markDead(dead)
 			return nil, fmt.Errorf("%w: %s stopped during the call", ErrServerDown, c.srv.Name)
 		}

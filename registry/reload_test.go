@@ -70,9 +70,21 @@ func TestApplyTouchesOnlyWhatChanged(t *testing.T) {
 		!slices.Equal(ch.Restarted, []string{"b"}) || len(ch.Updated) != 0 {
 		t.Fatalf("Apply = %+v", ch)
 	}
+	// One catalog shows what Apply did, and none shows half of it. (One
+	// more of the old state may trail the start-up, published before
+	// Apply began.)
 	seen := h.seen()
-	if n := len(seen) - before; n != 1 {
-		t.Errorf("Apply published %d catalogs; want exactly one", n)
+	changed := 0
+	for _, c := range seen[before:] {
+		if !slices.Equal(exposedServers(c), []string{"a", "b", "c"}) {
+			changed++
+		}
+	}
+	if changed != 1 || len(seen)-before > 2 {
+		for _, c := range seen[before:] {
+			t.Logf("catalog %d: %v", c.Gen, exposedServers(c))
+		}
+		t.Errorf("Apply published %d catalogs with a change; want exactly one", changed)
 	}
 	cat := seen[len(seen)-1]
 	if got := exposedServers(cat); !slices.Equal(got, []string{"a", "b", "d"}) {
