@@ -97,6 +97,7 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 			return ctx.Err()
 		}
 	}
+	s.syncSlashPrompts()
 	return nil
 }
 

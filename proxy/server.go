@@ -53,7 +53,10 @@ type Server struct {
 	// it in force with the catalog (reload.go).
 	pending  atomic.Pointer[settings]
 	reloadMu sync.Mutex
-	state    atomic.Pointer[snapshot]
+
+	slashMu    sync.Mutex
+	slashNames []string // slash prompts registered, for reloads
+	state      atomic.Pointer[snapshot]
 	// installed is closed and replaced after every install.
 	installed atomic.Pointer[chan struct{}]
 	changes   chan *registry.Catalog
@@ -175,7 +178,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."))
 	}
 	s.mcp = server.NewMCPServer("quiver", registry.Version, append(mcpOpts, s.passThroughOptions()...)...)
-	s.mcp.AddPrompts(s.slashPrompts()...)
+	s.syncSlashPrompts()
 	s.passThroughInstall()
 	s.install(&registry.Catalog{})
 	return s, nil

@@ -35,6 +35,32 @@ func (s *Server) slashPrompts() []server.ServerPrompt {
 	return out
 }
 
+// syncSlashPrompts registers the slash commands of the config in force and
+// drops those a reload removed. Downstream prompts are not touched: they
+// are registered by their own path.
+func (s *Server) syncSlashPrompts() {
+	prompts := s.slashPrompts()
+	names := make([]string, 0, len(prompts))
+	for _, p := range prompts {
+		names = append(names, p.Prompt.Name)
+	}
+	s.slashMu.Lock()
+	defer s.slashMu.Unlock()
+	var gone []string
+	for _, n := range s.slashNames {
+		if !slices.Contains(names, n) {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.DeletePrompts(gone...)
+	}
+	if len(prompts) > 0 {
+		s.mcp.AddPrompts(prompts...)
+	}
+	s.slashNames = names
+}
+
 // runSlash serves prompts/get for one slash command. The turn clock has
 // already started a new turn (a prompts/get is the user acting); this puts
 // the command in effect for that turn: its tools forced, its activity and
