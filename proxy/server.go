@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -236,12 +237,12 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // HTTPHandler serves streamable HTTP at /mcp with stateful sessions
 // (an unknown session id gets 404 so the client re-initializes) and
 // mcp-go's DNS-rebinding protection.
-func (s *Server) HTTPHandler() *server.StreamableHTTPServer {
-	return server.NewStreamableHTTPServer(s.mcp,
+func (s *Server) HTTPHandler() http.Handler {
+	return sseResponses(server.NewStreamableHTTPServer(s.mcp,
 		server.WithStateful(true),
 		server.WithSessionIdleTTL(30*time.Minute),
 		server.WithStreamableHTTPLogger(s.log),
-	)
+	))
 }
 
 // catalogChanged is the registry's hook; the newest catalog wins.
