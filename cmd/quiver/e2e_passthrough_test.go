@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,26 +20,7 @@ const everythingServerVersion = "2026.8.31"
 // everythingServer installs @modelcontextprotocol/server-everything (once
 // per machine, in the user cache) and returns its entry script.
 func everythingServer(t testing.TB) string {
-	t.Helper()
-	needTool(t, "node")
-	npm := needTool(t, "npm")
-	npmOnce.Lock()
-	defer npmOnce.Unlock()
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	prefix := filepath.Join(cache, "quiver-test-npm", "server-everything@"+everythingServerVersion)
-	script := filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(script); err == nil {
-		return script
-	}
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", prefix,
-		"@modelcontextprotocol/server-everything@"+everythingServerVersion)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install: %v\n%s", err, out)
-	}
-	return script
+	return npmServer(t, "server-everything", everythingServerVersion)
 }
 
 // upstream is a host that can sample and elicit, and records the

@@ -69,6 +69,13 @@ var npmOnce sync.Mutex
 // filesystemServer installs @modelcontextprotocol/server-filesystem (once
 // per machine, in the user cache) and returns its entry script.
 func filesystemServer(t testing.TB) string {
+	return npmServer(t, "server-filesystem", filesystemServerVersion)
+}
+
+// npmServer installs @modelcontextprotocol/NAME@version once per machine,
+// in the user cache, and returns its entry script. A missing node or npm
+// skips the test locally and fails it in CI.
+func npmServer(t testing.TB, name, version string) string {
 	t.Helper()
 	needTool(t, "node")
 	npm := needTool(t, "npm")
@@ -78,15 +85,14 @@ func filesystemServer(t testing.TB) string {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	prefix := filepath.Join(cache, "quiver-test-npm", "server-filesystem@"+filesystemServerVersion)
-	script := filepath.Join(prefix, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	prefix := filepath.Join(cache, "quiver-test-npm", name+"@"+version)
+	script := filepath.Join(prefix, "node_modules", "@modelcontextprotocol", name, "dist", "index.js")
 	if _, err := os.Stat(script); err == nil {
 		return script
 	}
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", prefix,
-		"@modelcontextprotocol/server-filesystem@"+filesystemServerVersion)
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefix", prefix, "@modelcontextprotocol/"+name+"@"+version)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install: %v\n%s", err, out)
+		t.Fatalf("npm install %s@%s: %v\n%s", name, version, err, out)
 	}
 	return script
 }
