@@ -48,12 +48,12 @@ type Ledger struct {
 
 	// Prepared once: the pure-Go SQLite spends more preparing these than
 	// running them.
-	insStarted, updEnd *sql.Stmt
+	insCall, updEnd *sql.Stmt
 }
 
 const (
-	sqlInsertStarted = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started) VALUES (?,?,?,?,?,?,?,?,?)`
-	sqlUpdateEnd     = `UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`
+	sqlInsertCall = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started) VALUES (?,?,?,?,?,?,?,?,?)`
+	sqlUpdateEnd  = `UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`
 )
 
 // PermitTTL is how long a one-use permit stays valid by default.
@@ -218,7 +218,7 @@ func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
-	if l.insStarted, err = db.PrepareContext(ctx, sqlInsertStarted); err == nil {
+	if l.insCall, err = db.PrepareContext(ctx, sqlInsertCall); err == nil {
 		l.updEnd, err = db.PrepareContext(ctx, sqlUpdateEnd)
 	}
 	if err != nil {
@@ -434,16 +434,7 @@ func (l *Ledger) write(ctx context.Context, f func(tx *sql.Tx) error) error {
 // returns the call's id for the later stages. When d has no digest (a call
 // refused before its arguments were read) the raw bytes are digested.
 func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
-	res, err := l.exec(ctx, `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason) VALUES (?,?,?,?,?,?,?,?)`,
-		l.run, l.stamp(), session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason)
-	if err != nil {
-		return 0, fmt.Errorf("record decision: %w", err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("record decision: %w", err)
-	}
-	return id, nil
+	return l.insertCall(ctx, "record decision", session, tool, args, d, false)
 }
 
 // RecordStarted records an allowed call that is about to be forwarded:
@@ -452,16 +443,24 @@ func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args 
 // leaves a start with no end, which the next open reads as
 // outcome_unknown.
 func (l *Ledger) RecordStarted(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
+	return l.insertCall(ctx, "record start", session, tool, args, d, true)
+}
+
+func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, args json.RawMessage, d Decision, started bool) (int64, error) {
 	now := l.stamp()
+	var start any
+	if started {
+		start = now
+	}
 	l.wmu.Lock()
-	res, err := l.insStarted.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, now)
+	res, err := l.insCall.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, start)
 	l.wmu.Unlock()
 	if err != nil {
-		return 0, fmt.Errorf("record start: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return 0, fmt.Errorf("record start: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return id, nil
 }
@@ -471,8 +470,7 @@ func (l *Ledger) RecordStarted(ctx context.Context, session, tool string, args j
 func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Decision) {
 	now, digest := l.stamp(), callDigest(args, d)
 	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason) VALUES (?,?,?,?,?,?,?,?)`,
-			l.run, now, session, tool, digest, d.Verdict.String(), d.Code, d.Reason)
+		_, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, d.Verdict.String(), d.Code, d.Reason, nil)
 		return err
 	})
 }
