@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/index"
 	"github.com/blugelabs/bluge/search"
 	"github.com/blugelabs/bluge/search/similarity"
 )
@@ -227,10 +230,50 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		ix.names[i] = newNameForms(e.Name)
 	}
 
-	// Pass 2: the bluge documents.
+	// Pass 2: the bluge documents. bluge builds one segment per batch, and
+	// that is most of Build's time; a big catalog goes in as a few batches
+	// built side by side, one per core.
+	chunks := 1
+	if n := len(ix.entries); n >= 2*minBatch {
+		chunks = min(runtime.GOMAXPROCS(0), maxBatches, n/minBatch)
+	}
+	errs := make([]error, chunks)
+	var wg sync.WaitGroup
+	for c := range chunks {
+		lo, hi := c*len(ix.entries)/chunks, (c+1)*len(ix.entries)/chunks
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[c] = w.Batch(ix.batch(fieldTerms, lo, hi))
+		}()
+	}
+	ix.speller = newSpeller(wordFreq)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return ix, fmt.Errorf("build index: batch: %w", err)
+	}
+	ix.reader, err = w.Reader()
+	if err != nil {
+		return ix, fmt.Errorf("build index: reader: %w", err)
+	}
+	return ix, nil
+}
+
+// Batches: a catalog smaller than two of minBatch goes in as one; no more
+// than maxBatches, since every segment costs each search a little.
+const (
+	minBatch   = 2000
+	maxBatches = 4
+)
+
+// batch makes the bluge documents of entries lo..hi-1 from their analyzed
+// fields.
+func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) *index.Batch {
+	opts := ix.opts
 	batch := bluge.NewBatch()
 	var all, srv termsBuilder
-	for i, e := range ix.entries {
+	for i := lo; i < hi; i++ {
+		e := ix.entries[i]
 		all.reset()
 		doc := bluge.NewDocument(strconv.Itoa(i))
 		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
@@ -263,15 +306,7 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		doc.AddField(all.field(fieldAll))
 		batch.Insert(doc)
 	}
-	if err := w.Batch(batch); err != nil {
-		return ix, fmt.Errorf("build index: batch: %w", err)
-	}
-	ix.reader, err = w.Reader()
-	if err != nil {
-		return ix, fmt.Errorf("build index: reader: %w", err)
-	}
-	ix.speller = newSpeller(wordFreq)
-	return ix, nil
+	return batch
 }
 
 // fieldText is the text of entry e that goes into field f.
