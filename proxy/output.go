@@ -39,7 +39,7 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 			}
 		}
 	}
-	if limit <= 0 {
+	if limit <= 0 || fits(res, limit) {
 		return res
 	}
 	total := size(res)
@@ -83,6 +83,43 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 	}
 	res.Content[len(res.Content)-1] = mcp.NewTextContent(fmt.Sprintf(notice, total-size(res), total))
 	return res
+}
+
+// fits reports, without serializing, whether a text-only result is surely
+// within limit: every result passes here, and marshalling a large one
+// twice to learn that it fits cost more than the call it carried.
+func fits(res *mcp.CallToolResult, limit int) bool {
+	if res.StructuredContent != nil || res.Meta != nil {
+		return false
+	}
+	n := 128
+	for _, c := range res.Content {
+		t, ok := c.(mcp.TextContent)
+		if !ok || t.Annotations != nil || t.Meta != nil || !utf8.ValidString(t.Text) {
+			return false
+		}
+		n += 64 + jsonLenBound(t.Text)
+	}
+	return n <= limit
+}
+
+// jsonLenBound is at least the length of valid UTF-8 s as a JSON string:
+// encoding/json writes <, >, & and control bytes as \u00XX, quotes and
+// backslashes with a backslash, and U+2028 and U+2029 (3 bytes) as 6-byte
+// escapes, which 2 per non-ASCII byte covers.
+func jsonLenBound(s string) int {
+	n := 2
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b < 0x20, b == '<', b == '>', b == '&':
+			n += 6
+		case b == '"', b == '\\', b >= 0x80:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 func size(res *mcp.CallToolResult) int {

@@ -66,3 +66,17 @@ func text(res *mcp.CallToolResult) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// FuzzFits checks the shortcut's promise: a result it passes without
+// serializing really is within the limit.
+func FuzzFits(f *testing.F) {
+	for _, s := range []string{"plain", "<&>\"\\", "\u2028\u2029", "\x00\x1f", "\xff\xfe", strings.Repeat("é", 300)} {
+		f.Add(s, 200)
+	}
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		res := mcp.NewToolResultText(s)
+		if fits(res, limit) && size(res) > limit {
+			t.Fatalf("fits said %d bytes fit in %d", size(res), limit)
+		}
+	})
+}

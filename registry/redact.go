@@ -9,17 +9,23 @@ import (
 // credentialShapes are well-known forms of secrets that quiver hides even
 // when it was never told about them: a downstream server that echoes a
 // token must not put it in front of the model or into the logs.
+//
+// Each shape has literals that any match must contain; the regular
+// expression runs only on text that has one, so the common case (no
+// credential anywhere) costs a few substring scans, not seven regexp
+// passes over every result.
 var credentialShapes = []struct {
-	name string
-	re   *regexp.Regexp
+	name     string
+	literals []string
+	re       *regexp.Regexp
 }{
-	{"private-key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
-	{"github-token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})\b`)},
-	{"aws-access-key", regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`)},
-	{"slack-token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`)},
-	{"anthropic-key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}\b`)},
-	{"openai-key", regexp.MustCompile(`\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b`)},
-	{"bearer-token", regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}`)},
+	{"private-key", []string{"PRIVATE KEY-----"}, regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`)},
+	{"github-token", []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})\b`)},
+	{"aws-access-key", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`)},
+	{"slack-token", []string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`)},
+	{"anthropic-key", []string{"sk-ant-"}, regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}\b`)},
+	{"openai-key", []string{"sk-"}, regexp.MustCompile(`\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b`)},
+	{"bearer-token", []string{"earer", "EARER"}, regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}`)},
 }
 
 // Redact replaces every known secret value in s with [redacted:VAR] and
@@ -37,6 +43,9 @@ func Redact(s string, secrets []Secret) string {
 		}
 	}
 	for _, c := range credentialShapes {
+		if !slices.ContainsFunc(c.literals, func(l string) bool { return strings.Contains(s, l) }) {
+			continue
+		}
 		s = c.re.ReplaceAllString(s, "[redacted:"+c.name+"]")
 	}
 	return s
