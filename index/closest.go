@@ -3,6 +3,8 @@ package index
 import (
 	"sort"
 	"strings"
+
+	"github.com/quiver-mcp/quiver/internal/textdist"
 )
 
 // nameForms are the shapes of an exposed name that a misremembered name is
@@ -41,7 +43,7 @@ func (ix *Index) Closest(text string, n int, kinds ...Kind) []string {
 			continue
 		}
 		nf := ix.names[i]
-		d := float64(min(levenshtein(t, nf.full), levenshtein(t, nf.tool)))
+		d := float64(min(textdist.Levenshtein(t, nf.full), textdist.Levenshtein(t, nf.tool)))
 		if td := tokenDistance(qTokens, nf.tokens); td < d {
 			d = td
 		}
@@ -78,7 +80,7 @@ func tokenDistance(q, name []string) float64 {
 	for _, qt := range q {
 		best, bestJ := len(qt), -1
 		for j, nt := range name {
-			if d := levenshtein(qt, nt); d < best || (d == best && bestJ >= 0 && used[bestJ] && !used[j]) {
+			if d := textdist.Levenshtein(qt, nt); d < best || (d == best && bestJ >= 0 && used[bestJ] && !used[j]) {
 				best, bestJ = d, j
 			}
 		}
@@ -102,26 +104,4 @@ func kindIn(k Kind, kinds []Kind) bool {
 		}
 	}
 	return false
-}
-
-// levenshtein is the edit distance between a and b, on runes.
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
