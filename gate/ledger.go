@@ -455,14 +455,7 @@ func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, arg
 	l.wmu.Lock()
 	res, err := l.insCall.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, start)
 	l.wmu.Unlock()
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	return id, nil
+	return insertedID(what, res, err)
 }
 
 // RecordRefusal records a call that did not run. Nothing waits for it, so
@@ -672,14 +665,18 @@ func (l *Ledger) AddGrant(ctx context.Context, g Grant) (int64, error) {
 func insertGrant(ctx context.Context, tx *sql.Tx, g Grant, now int64) (int64, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO grants (scope, capability, tool, path, lifetime, session, expires, created, approval) VALUES (?,?,?,?,?,?,?,?,?)`,
 		string(g.Scope), g.Capability, g.Tool, g.Path, string(g.Lifetime), g.Session, toStamp(g.Expires), now, nullID(g.Approval))
-	if err != nil {
-		return 0, fmt.Errorf("add grant: %w", err)
+	return insertedID("add grant", res, err)
+}
+
+// insertedID is the row id of an INSERT, or its error wrapped with what.
+func insertedID(what string, res sql.Result, err error) (int64, error) {
+	if err == nil {
+		var id int64
+		if id, err = res.LastInsertId(); err == nil {
+			return id, nil
+		}
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("add grant: %w", err)
-	}
-	return id, nil
+	return 0, fmt.Errorf("%s: %w", what, err)
 }
 
 func nullID(id int64) any {
@@ -875,14 +872,7 @@ func (l *Ledger) AddPermit(ctx context.Context, session, tool, digest string) (i
 func insertPermit(ctx context.Context, tx *sql.Tx, session, tool, digest string, approval int64, now time.Time, ttl time.Duration) (int64, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO permits (session, tool, digest, created, expires, approval) VALUES (?,?,?,?,?,?)`,
 		session, tool, digest, now.UnixMicro(), now.Add(ttl).UnixMicro(), nullID(approval))
-	if err != nil {
-		return 0, fmt.Errorf("add permit: %w", err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("add permit: %w", err)
-	}
-	return id, nil
+	return insertedID("add permit", res, err)
 }
 
 // --- Approvals ---
