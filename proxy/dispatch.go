@@ -158,14 +158,17 @@ func (s *Server) ended(id int64, o gate.Outcome, detail string) {
 }
 
 // gateTool gives the gate the facts it needs about a catalog tool.
-func (s *Server) gateTool(t registry.Tool) *gate.Tool {
+func (s *Server) gateTool(t registry.Tool) *gate.Tool { return gateToolFor(s.cfg(), t) }
+
+func gateToolFor(cfg *registry.Config, t registry.Tool) *gate.Tool {
 	a := t.Annotations
 	gt := &gate.Tool{Name: t.Exposed, Server: t.Server, Schema: t.InputSchema,
 		Hints: gate.Hints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}}
-	if srv, ok := s.cfg().Server(t.Server); ok {
+	if srv, ok := cfg.Server(t.Server); ok {
 		gt.Dir = srv.Cwd
+		gt.PathArgs = srv.PathArgs[t.Name]
 	}
-	_, gt.SlashGated = s.cfg().SlashFor(t.Exposed)
+	_, gt.SlashGated = cfg.SlashFor(t.Exposed)
 	return gt
 }
 
@@ -237,9 +240,11 @@ func (b binder) Bind(names []string) []string {
 
 type schemaSource struct{ st *snapshot }
 
+// InputSchema is the schema as listed: the server's, plus quiver's
+// justification argument for execution-class tools.
 func (x schemaSource) InputSchema(name string) (json.RawMessage, bool) {
-	t, ok := x.st.cat.Lookup(name)
-	return t.InputSchema, ok
+	t, ok := x.st.tools[name]
+	return t.RawInputSchema, ok
 }
 
 type caller struct {

@@ -312,6 +312,11 @@ func (s *Server) install(cat *registry.Catalog) {
 			RawInputSchema: t.InputSchema,
 			Annotations:    t.Annotations,
 		}
+		if set.gate.ClassOf(gateToolFor(cfg, t)) == gate.ClassExecute {
+			// The gate wants a justification for execution; the model can
+			// only give one if the schema it reads has the field.
+			def.RawInputSchema = gate.WithJustification(t.InputSchema)
+		}
 		if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
 			// mcp-go panics on these; leave the tool out and say why.
 			s.log.Error("tool left out: invalid header annotations", "server", t.Server, "tool", t.Name, "err", err)

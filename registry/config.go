@@ -169,6 +169,10 @@ type Server struct {
 	// ToolsOff is tools_default: off: the server's tools are switched off
 	// until the toggles file switches them on.
 	ToolsOff bool
+	// PathArgs names, per tool (the server's own tool name), the top-level
+	// arguments that are paths, for tools whose argument names do not say
+	// so; the gate's fence checks them besides those it infers.
+	PathArgs map[string][]string
 	// Written is the entry's launch values as the file has them, ${VAR}
 	// references unexpanded: what quiver may show people.
 	Written Spec
@@ -247,7 +251,8 @@ type fileServer struct {
 	Keywords  []string          `yaml:"keywords"`
 	Timeout   time.Duration     `yaml:"timeout"`
 	// ToolsDefault is "on" (the default) or "off".
-	ToolsDefault string `yaml:"tools_default"`
+	ToolsDefault string              `yaml:"tools_default"`
+	PathArgs     map[string][]string `yaml:"path_args"`
 }
 
 type fileSlash struct {
@@ -399,6 +404,13 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	}
 	s := &Server{Name: name, Line: line, Prefix: name, Keywords: fs.Keywords, Timeout: DefaultTimeout,
 		Written: Spec{Command: fs.Command, Args: fs.Args, Env: fs.Env, Cwd: fs.Cwd, URL: fs.URL, Headers: fs.Headers}}
+	for tool, args := range fs.PathArgs {
+		if tool == "" || len(args) == 0 || slices.Contains(args, "") {
+			p.fail(key("path_args"), "servers.%s.path_args: give each tool's path arguments by name, like {write_report: [out, template]}", name)
+			break
+		}
+	}
+	s.PathArgs = fs.PathArgs
 	switch fs.ToolsDefault {
 	case "", "on":
 	case "off":

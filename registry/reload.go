@@ -235,7 +235,11 @@ func sameLaunch(a, b Server) bool {
 // sameServer reports whether nothing but the entry's position changed.
 func sameServer(a, b Server) bool {
 	return sameLaunch(a, b) && a.Prefix == b.Prefix && slices.Equal(a.Keywords, b.Keywords) &&
-		a.Timeout == b.Timeout && a.ToolsOff == b.ToolsOff
+		a.Timeout == b.Timeout && a.ToolsOff == b.ToolsOff && pathArgsEqual(a.PathArgs, b.PathArgs)
+}
+
+func pathArgsEqual(a, b map[string][]string) bool {
+	return maps.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
 }
 
 // configName is how messages name the config file.

@@ -227,3 +227,60 @@ func TestCrashLeavesOutcomeUnknown(t *testing.T) {
 		t.Fatalf("a call running when quiver was killed must read outcome_unknown:\n%s", out)
 	}
 }
+
+func TestDeclaredPathArgsAreFenced(t *testing.T) {
+	cfg := `
+surface: {reveal: direct}
+servers:
+  example:
+    command: quiver
+    args: [example-server, --test-tools]
+`
+	// echo's "value" is just a value to the gate...
+	h := startQuiver(t, cfg, hostOptions{})
+	h.waitTools("example__echo")
+	if res := h.call("example__echo", map[string]any{"value": "/etc/hostname"}); res.IsError {
+		t.Fatalf("an undeclared argument is not a path: %s", textOf(res))
+	}
+	// ...until servers.yaml says it is a path.
+	h = startQuiver(t, cfg+"    path_args: {echo: [value]}\n", hostOptions{})
+	h.waitTools("example__echo")
+	res := h.call("example__echo", map[string]any{"value": "/etc/hostname"})
+	wantRefusal(t, res, "deny.approval_unavailable")
+	if !strings.Contains(textOf(res), "read_outside_fence") {
+		t.Fatalf("a declared path argument outside the fence must ask: %s", textOf(res))
+	}
+}
+
+func TestExecutionNeedsAJustification(t *testing.T) {
+	h := startQuiver(t, `
+surface: {reveal: direct}
+policy:
+  classes: {example__echo: execute}
+  defaults: {execute: allow}
+servers:
+  example:
+    command: quiver
+    args: [example-server, --test-tools]
+`, hostOptions{})
+	h.waitTools("example__echo")
+	lt, err := h.c.ListTools(h.ctx(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range lt.Tools {
+		if tool.Name == "example__echo" {
+			if _, ok := tool.InputSchema.Properties["justification"]; !ok {
+				t.Fatalf("an execution-class tool's schema must offer justification: %+v", tool.InputSchema)
+			}
+		}
+	}
+	wantRefusal(t, h.call("example__echo", map[string]any{"value": 1}), "deny.justification")
+	res := h.call("example__echo", map[string]any{"value": 1, "justification": "the user asked to echo 1"})
+	if res.IsError {
+		t.Fatalf("with a justification: %s", textOf(res))
+	}
+	if strings.Contains(textOf(res), "justification") {
+		t.Fatalf("quiver's justification must not reach the server: %s", textOf(res))
+	}
+}
