@@ -7,6 +7,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/registry"
 )
 
 // Search runs search_tools as a fresh session would, for the command line.
@@ -31,4 +33,10 @@ func (s *Server) Surface() (lean, full []mcp.Tool) {
 		}
 	}
 	return lean, full
+}
+
+// Class is the action class the gate in force gives a catalog tool: the
+// policy's classes override first, then the tool's annotations.
+func (s *Server) Class(t registry.Tool) gate.Class {
+	return s.gate().ClassOf(s.gateTool(t))
 }

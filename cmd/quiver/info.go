@@ -110,20 +110,6 @@ Flags:
 	}
 }
 
-// class reads a tool's action class from its annotations. They are hints
-// from the server, shown as such; the gate applies its own overrides.
-func class(a mcp.ToolAnnotation) string {
-	switch {
-	case a.ReadOnlyHint != nil && *a.ReadOnlyHint:
-		return "read"
-	case a.DestructiveHint != nil && *a.DestructiveHint:
-		return "destructive"
-	case a.OpenWorldHint != nil && *a.OpenWorldHint:
-		return "network"
-	}
-	return "write"
-}
-
 func doctorCmd() *command {
 	return &command{
 		summary: "check every server and weigh the surface",

@@ -109,7 +109,7 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 		}
 		if asJSON {
 			b, _ := json.Marshal(map[string]any{"name": t.Exposed, "server": t.Server, "tool": t.Name,
-				"enabled": !t.Off, "class": class(t.Annotations), "by": t.Toggle})
+				"enabled": !t.Off, "class": p.Class(t), "by": t.Toggle})
 			fmt.Fprintln(e.stdout, string(b))
 			continue
 		}
@@ -117,7 +117,7 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 		if t.Off {
 			on = "no"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Exposed, t.Server, on, class(t.Annotations), t.Toggle)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Exposed, t.Server, on, p.Class(t), t.Toggle)
 	}
 	return tw.Flush()
 }
