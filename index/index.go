@@ -119,19 +119,31 @@ func Build(entries []Entry) (*Index, error) {
 	return build(entries, defaultOptions())
 }
 
-func build(entries []Entry, opts options) (ix *Index, err error) {
+func build(entries []Entry, opts options) (*Index, error) {
+	return buildChunks(entries, opts, chunksFor(len(entries)))
+}
+
+// chunksFor is how many chunks a catalog of n entries is built in: one
+// below two of minBatch, else one per core, at most maxBatches.
+func chunksFor(n int) int {
+	if n < 2*minBatch {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), maxBatches, n/minBatch)
+}
+
+// buildChunks builds the index in the given number of chunks, side by side.
+// The index answers the same whatever the number.
+func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err error) {
 	ix = &Index{
 		opts:    opts,
 		entries: append([]Entry(nil), entries...),
 		docs:    len(entries),
-		df:      map[string]int{},
-		nameDF:  map[string]int{},
 		terms:   make([][]string, len(entries)),
 		heads:   make([][]string, len(entries)),
 		names:   make([]nameForms, len(entries)),
 	}
 	ix.serverOf = make([]int32, len(entries))
-	ix.serverDF = map[string]map[int32]int{}
 	serverID := map[string]int32{}
 	seen := make(map[string]struct{}, len(entries))
 	for i, e := range entries {
@@ -175,14 +187,93 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		}
 	}()
 
-	// Pass 1: analyze every field once and gather the statistics.
-	a := &analyzer{stems: map[string]string{}}
-	wordFreq := map[string]int{}
+	// Each chunk of entries is analyzed (pass 1: every field once, and the
+	// statistics) and turned into one bluge batch (pass 2) by a goroutine of
+	// its own. bluge builds one segment per batch, and that and the analysis
+	// are most of Build's time; a big catalog goes in as a few chunks built
+	// side by side, one per core. Chunks only write their own entries' slots
+	// and statistics; the statistics are sums, so they add up the same
+	// whatever order the chunks finish in.
+	chunks = max(1, min(chunks, len(ix.entries)))
 	fieldTerms := make([][][]string, len(ix.entries)) // entry -> field -> terms
+	parts := make([]*termStats, chunks)
+	errs := make([]error, chunks)
+	var analyzed, batched sync.WaitGroup
+	for c := range chunks {
+		lo, hi := c*len(ix.entries)/chunks, (c+1)*len(ix.entries)/chunks
+		analyzed.Add(1)
+		batched.Add(1)
+		go func() {
+			defer batched.Done()
+			parts[c] = ix.analyzeEntries(fieldTerms, lo, hi)
+			analyzed.Done()
+			errs[c] = w.Batch(ix.batch(fieldTerms, lo, hi))
+		}()
+	}
+	analyzed.Wait()
+	st := parts[0]
+	for _, p := range parts[1:] {
+		st.add(p)
+	}
+	ix.df, ix.nameDF, ix.serverDF = st.df, st.nameDF, st.serverDF
+	ix.speller = newSpeller(st.wordFreq)
+	batched.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return ix, fmt.Errorf("build index: batch: %w", err)
+	}
+	ix.reader, err = w.Reader()
+	if err != nil {
+		return ix, fmt.Errorf("build index: reader: %w", err)
+	}
+	return ix, nil
+}
+
+// termStats are the term statistics of some entries. Those of two sets of
+// entries add up to those of both.
+type termStats struct {
+	df       map[string]int           // term -> entries having it in any field
+	nameDF   map[string]int           // term -> entries having it in the server field
+	serverDF map[string]map[int32]int // term -> server id -> entries having it
+	wordFreq map[string]int           // surface word -> entries having it
+}
+
+// add adds o's counts to s. o is not to be used after: s may take its maps.
+func (s *termStats) add(o *termStats) {
+	addCounts(s.df, o.df)
+	addCounts(s.nameDF, o.nameDF)
+	addCounts(s.wordFreq, o.wordFreq)
+	for t, om := range o.serverDF {
+		m, ok := s.serverDF[t]
+		if !ok {
+			s.serverDF[t] = om
+			continue
+		}
+		addCounts(m, om)
+	}
+}
+
+func addCounts[K comparable](dst, src map[K]int) {
+	for k, n := range src {
+		dst[k] += n
+	}
+}
+
+// analyzeEntries analyzes entries lo..hi-1: it fills their fieldTerms,
+// terms, heads and names, and returns their statistics. It writes nothing
+// outside those entries' slots, so chunks can run side by side.
+func (ix *Index) analyzeEntries(fieldTerms [][][]string, lo, hi int) *termStats {
+	st := &termStats{
+		df:       map[string]int{},
+		nameDF:   map[string]int{},
+		serverDF: map[string]map[int32]int{},
+		wordFreq: map[string]int{},
+	}
+	a := &analyzer{stems: map[string]string{}}
 	var toks []token
 	entryTerms := map[string]struct{}{}
 	entryWords := map[string]struct{}{}
-	for i, e := range ix.entries {
+	for i := lo; i < hi; i++ {
+		e := ix.entries[i]
 		fieldTerms[i] = make([][]string, len(textFields))
 		clear(entryTerms)
 		clear(entryWords)
@@ -195,7 +286,7 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 					entryWords[t.word] = struct{}{}
 				}
 				if f == fieldServer && !slices.Contains(terms[:j], t.term) {
-					ix.nameDF[t.term]++
+					st.nameDF[t.term]++
 				}
 				entryTerms[t.term] = struct{}{}
 			}
@@ -204,12 +295,12 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		ts := make([]string, 0, len(entryTerms))
 		for t := range entryTerms {
 			ts = append(ts, t)
-			ix.df[t]++
+			st.df[t]++
 			if sid := ix.serverOf[i]; sid >= 0 {
-				m := ix.serverDF[t]
+				m := st.serverDF[t]
 				if m == nil {
 					m = map[int32]int{}
-					ix.serverDF[t] = m
+					st.serverDF[t] = m
 				}
 				m[sid]++
 			}
@@ -225,38 +316,11 @@ func build(entries []Entry, opts options) (ix *Index, err error) {
 		slices.Sort(hs)
 		ix.heads[i] = slices.Compact(hs)
 		for wd := range entryWords {
-			wordFreq[wd]++
+			st.wordFreq[wd]++
 		}
 		ix.names[i] = newNameForms(e.Name)
 	}
-
-	// Pass 2: the bluge documents. bluge builds one segment per batch, and
-	// that is most of Build's time; a big catalog goes in as a few batches
-	// built side by side, one per core.
-	chunks := 1
-	if n := len(ix.entries); n >= 2*minBatch {
-		chunks = min(runtime.GOMAXPROCS(0), maxBatches, n/minBatch)
-	}
-	errs := make([]error, chunks)
-	var wg sync.WaitGroup
-	for c := range chunks {
-		lo, hi := c*len(ix.entries)/chunks, (c+1)*len(ix.entries)/chunks
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[c] = w.Batch(ix.batch(fieldTerms, lo, hi))
-		}()
-	}
-	ix.speller = newSpeller(wordFreq)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return ix, fmt.Errorf("build index: batch: %w", err)
-	}
-	ix.reader, err = w.Reader()
-	if err != nil {
-		return ix, fmt.Errorf("build index: reader: %w", err)
-	}
-	return ix, nil
+	return st
 }
 
 // Batches: a catalog smaller than two of minBatch goes in as one; no more
@@ -470,12 +534,55 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	return res, nil
 }
 
+// candidates are the depth best entries by bluge's score, equal scores in
+// entry order.
+//
+// bluge sums a document's clause scores in an order that depends on the
+// documents searched before it, so two entries with the same text can score
+// a few ulps apart, and those ulps depend on the order of the segments. A
+// big catalog's segments are built side by side and come in in whatever
+// order they finish; so scores are rounded to scoreBits significant bits,
+// far coarser than that noise and far finer than any real difference, and
+// equal scores are ordered by entry here. bluge orders equal scores by
+// segment, not entry, so ask for one more than needed, and for more while
+// the last ones tie: none of the ties may be left out.
 func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]candidate, error) {
-	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(depth, bq))
+	for n := depth + 1; ; n = max(2*n, n+depth) {
+		cands, err := ix.topN(ctx, bq, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(cands) == n && cands[depth-1].score == cands[n-1].score {
+			continue // ties at the cut: some may be out of the n
+		}
+		sort.Slice(cands, func(a, b int) bool {
+			if cands[a].score != cands[b].score {
+				return cands[a].score > cands[b].score
+			}
+			return cands[a].i < cands[b].i
+		})
+		return cands[:min(depth, len(cands))], nil
+	}
+}
+
+// scoreBits is how many significant bits of bluge's scores count.
+const scoreBits = 32
+
+// roundScore rounds f to scoreBits significant bits.
+func roundScore(f float64) float64 {
+	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return f
+	}
+	frac, exp := math.Frexp(f)
+	return math.Ldexp(math.Round(math.Ldexp(frac, scoreBits)), exp-scoreBits)
+}
+
+func (ix *Index) topN(ctx context.Context, bq bluge.Query, n int) ([]candidate, error) {
+	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(n, bq))
 	if err != nil {
 		return nil, err
 	}
-	var cands []candidate
+	cands := make([]candidate, 0, n)
 	for {
 		m, err := it.Next()
 		if err != nil {
@@ -488,7 +595,7 @@ func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]c
 		if err != nil {
 			return nil, err
 		}
-		cands = append(cands, candidate{i: i, score: m.Score})
+		cands = append(cands, candidate{i: i, score: roundScore(m.Score)})
 	}
 }
 

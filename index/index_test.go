@@ -346,3 +346,51 @@ func TestSpellerKeepsFirstLetter(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildChunksAgree: a catalog built in chunks side by side has the same
+// statistics and answers the same as one built in one piece.
+func TestBuildChunksAgree(t *testing.T) {
+	entries := syntheticCatalog(t, 4500)
+	one, err := buildChunks(entries, defaultOptions(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	for _, chunks := range []int{2, 3} {
+		ix, err := buildChunks(entries, defaultOptions(), chunks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		for _, c := range []struct {
+			name      string
+			got, want any
+		}{
+			{"df", ix.df, one.df},
+			{"nameDF", ix.nameDF, one.nameDF},
+			{"serverDF", ix.serverDF, one.serverDF},
+			{"terms", ix.terms, one.terms},
+			{"heads", ix.heads, one.heads},
+			{"speller", ix.speller, one.speller},
+			{"names", ix.names, one.names},
+		} {
+			if !reflect.DeepEqual(c.got, c.want) {
+				t.Errorf("%d chunks: %s differs from one chunk's", chunks, c.name)
+			}
+		}
+		ctx := context.Background()
+		for _, q := range testQueries(t) {
+			want, err := one.Search(ctx, Query{Text: q.Query, Limit: maxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ix.Search(ctx, Query{Text: q.Query, Limit: maxLimit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%d chunks: %q: got %v, want %v", chunks, q.Query, names(got), names(want))
+			}
+		}
+	}
+}
