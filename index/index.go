@@ -544,10 +544,10 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 // order they finish; so scores are rounded to scoreBits significant bits,
 // far coarser than that noise and far finer than any real difference, and
 // equal scores are ordered by entry here. bluge orders equal scores by
-// segment, not entry, so ask for one more than needed, and for more while
+// segment, not entry, so ask for twice as many as needed, and for more while
 // the last ones tie: none of the ties may be left out.
 func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]candidate, error) {
-	for n := depth + 1; ; n = max(2*n, n+depth) {
+	for n := 2 * depth; ; n *= 2 {
 		cands, err := ix.topN(ctx, bq, n)
 		if err != nil {
 			return nil, err
