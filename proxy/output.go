@@ -30,13 +30,19 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 		}
 	}
 	if res.StructuredContent != nil {
+		// Redact the decoded strings, not the encoding: JSON escapes
+		// (&, <, >, quotes) would hide a secret from a match on the bytes.
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			if r := redact(string(b)); r != string(b) {
-				var v any
-				if json.Unmarshal([]byte(r), &v) == nil {
-					res.StructuredContent = v
+			var v any
+			if json.Unmarshal(b, &v) == nil {
+				if r, changed := redactValue(v, redact); changed {
+					res.StructuredContent = r
 				}
+			} else {
+				res.StructuredContent = nil // cannot check it: show none of it
 			}
+		} else {
+			res.StructuredContent = nil
 		}
 	}
 	if limit <= 0 || fits(res, limit) {
@@ -128,4 +134,33 @@ func size(res *mcp.CallToolResult) int {
 		return 0
 	}
 	return len(b)
+}
+
+// redactValue redacts every string (and object key) in a decoded JSON
+// value, reporting whether anything changed.
+func redactValue(v any, redact func(string) string) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		r := redact(x)
+		return r, r != x
+	case []any:
+		changed := false
+		for i, e := range x {
+			if r, c := redactValue(e, redact); c {
+				x[i], changed = r, true
+			}
+		}
+		return x, changed
+	case map[string]any:
+		changed := false
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, c := redactValue(e, redact)
+			rk := redact(k)
+			changed = changed || c || rk != k
+			out[rk] = r
+		}
+		return out, changed
+	}
+	return v, false
 }

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -79,4 +81,20 @@ func FuzzFits(f *testing.F) {
 			t.Fatalf("fits said %d bytes fit in %d", size(res), limit)
 		}
 	})
+}
+
+// A secret with characters encoding/json escapes (&, <, >, quotes) must be
+// redacted from structured content too, not only from the text.
+func TestBoundRedactsEscapedSecretsInStructuredContent(t *testing.T) {
+	secrets := []registry.Secret{{Var: "DB_PASS", Value: "p&ss<w>rd\"1"}}
+	res := mcp.NewToolResultText("ok")
+	res.StructuredContent = map[string]any{"dsn": "postgres://u:p&ss<w>rd\"1@db", "nested": []any{"p&ss<w>rd\"1"}}
+	res = bound(res, 1<<20, secrets)
+	b, _ := json.Marshal(res.StructuredContent)
+	var back any
+	_ = json.Unmarshal(b, &back)
+	plain, _ := json.Marshal(back)
+	if strings.Contains(fmt.Sprint(res.StructuredContent), "p&ss<w>rd") || strings.Contains(string(plain), `p\u0026ss`) {
+		t.Fatalf("secret left in structured content: %v", res.StructuredContent)
+	}
 }
