@@ -104,7 +104,7 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	var pending gate.Approval
 	if s.ledger != nil {
 		var err error
-		if pending, err = s.ledger.RequestApproval(ctx, ss.id, call.Name, d); err != nil {
+		if pending, err = s.ledger.RequestApproval(ctx, ss.key, call.Name, d); err != nil {
 			s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
 		}
 	}
@@ -167,7 +167,7 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	if s.ledger == nil {
 		return builtin.Refusal(codeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
 	}
-	a := gate.Approval{Session: c.ss.id, Capability: r.Capability, Reason: r.Reason}
+	a := gate.Approval{Session: c.ss.key, Capability: r.Capability, Reason: r.Reason}
 	if r.Path != "" {
 		p := filepath.Clean(r.Path)
 		if real, err := filepath.EvalSymlinks(p); err == nil {

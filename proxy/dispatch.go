@@ -57,7 +57,7 @@ func isBuiltin(name string) bool {
 // dispatch is the one path every call takes: resolve, gate, forward.
 func (s *Server) dispatch(ctx context.Context, ss *session, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
 	st := s.state.Load()
-	call := gate.Call{Session: ss.id, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
+	call := gate.Call{Session: ss.key, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
 	if t, ok := st.cat.Lookup(name); ok {
 		call.Tool = s.gateTool(t)
 		call.WithheldWhy, call.Withheld = s.whyWithheld(ss, name)
@@ -123,16 +123,16 @@ func (s *Server) admit(ctx context.Context, ss *session, call gate.Call) (gate.D
 	}
 	switch d.Verdict {
 	case gate.Allow:
-		id, err := s.ledger.RecordStarted(ctx, ss.id, call.Name, call.Args, d)
+		id, err := s.ledger.RecordStarted(ctx, ss.key, call.Name, call.Args, d)
 		if err != nil {
 			s.log.Error("ledger: recording a call failed", "tool", call.Name, "err", err)
 		}
 		return d, id
 	case gate.Deny:
-		s.ledger.RecordRefusal(ss.id, call.Name, call.Args, d)
+		s.ledger.RecordRefusal(ss.key, call.Name, call.Args, d)
 		return d, 0
 	}
-	id, err := s.ledger.RecordDecision(ctx, ss.id, call.Name, call.Args, d)
+	id, err := s.ledger.RecordDecision(ctx, ss.key, call.Name, call.Args, d)
 	if err != nil {
 		s.log.Error("ledger: recording a decision failed", "tool", call.Name, "err", err)
 	}

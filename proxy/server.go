@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +74,10 @@ type Server struct {
 	pass        *mirror
 	transparent bool
 
+	// run tells this process's sessions from those of other quiver
+	// processes (and earlier runs) sharing the ledger.
+	run string
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ready  chan struct{} // closed after the first index that follows registry.Ready
@@ -136,6 +142,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		changes:  make(chan *registry.Catalog, 1),
 		sessions: map[string]*session{},
 		ready:    make(chan struct{}),
+		run:      newRunID(),
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
@@ -183,6 +190,12 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	s.passThroughInstall()
 	s.install(&registry.Catalog{})
 	return s, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Start starts the downstream servers in the background and returns at once:

@@ -19,6 +19,10 @@ type binding struct {
 // session is what quiver remembers about one connected client.
 type session struct {
 	id string
+	// key names the session to the gate and the ledger: the id plus this
+	// process's run, since transports reuse ids (every stdio session is
+	// "stdio") and a session grant must end with its session.
+	key string
 
 	mu       sync.Mutex
 	turn     int

@@ -22,7 +22,7 @@ func (s *Server) session(ctx context.Context) *session {
 	s.mu.Lock()
 	ss, ok := s.sessions[id]
 	if !ok {
-		ss = &session{id: id}
+		ss = &session{id: id, key: id + "@" + s.run}
 		s.sessions[id] = ss
 	}
 	s.mu.Unlock()
