@@ -28,7 +28,8 @@ var readFileTool = gate.Tool{Name: builtin.ReadFileName, Class: gate.ClassRead, 
 func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) ([]byte, int64, *mcp.CallToolResult) {
 	args, _ := json.Marshal(map[string]any{"path": path})
 	tool := readFileTool
-	call := gate.Call{Session: f.ss.key, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn()}
+	call := gate.Call{Session: f.ss.key, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn(),
+		Roots: f.s.relay.sessionRoots(ctx)}
 	d, id := f.s.admit(ctx, f.ss, call)
 	if d.Verdict != gate.Allow {
 		return nil, 0, builtin.Refusal(d.Code, d.Reason)
