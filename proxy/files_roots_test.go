@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,9 +24,36 @@ func (r fixedRoots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListR
 	return res, nil
 }
 
+// flakyRoots fails its first roots/list, as a slow or busy client might.
+type flakyRoots struct {
+	fixedRoots
+	calls int
+}
+
+func (r *flakyRoots) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	r.calls++
+	if r.calls == 1 {
+		return nil, errors.New("busy")
+	}
+	return r.fixedRoots.ListRoots(ctx, req)
+}
+
 // read_file is fenced "exactly as any downstream read tool": a file under
 // one of the session's MCP roots is inside the fence.
 func TestReadFileHonoursSessionRoots(t *testing.T) {
+	readUnderRoot(t, func(root string) client.RootsHandler { return fixedRoots{"file://" + root} }, 1)
+}
+
+// A failed roots/list is not remembered: the next call asks again, and
+// the client's roots count from then on.
+func TestFailedRootsAreAskedAgain(t *testing.T) {
+	readUnderRoot(t, func(root string) client.RootsHandler { return &flakyRoots{fixedRoots: fixedRoots{"file://" + root}} }, 2)
+}
+
+// readUnderRoot reads a file under the client's root attempts times and
+// wants the last attempt to succeed.
+func readUnderRoot(t *testing.T, handler func(root string) client.RootsHandler, attempts int) {
+	t.Helper()
 	cfg, err := registry.ParseConfig("test.yaml", []byte("surface: {}\n"), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +71,7 @@ func TestReadFileHonoursSessionRoots(t *testing.T) {
 	if err := os.WriteFile(file, []byte("inside the root"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClientWithOptions(s.MCPServer(), client.WithRootsHandler(fixedRoots{"file://" + root}))
+	c, err := client.NewInProcessClientWithOptions(s.MCPServer(), client.WithRootsHandler(handler(root)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +91,11 @@ func TestReadFileHonoursSessionRoots(t *testing.T) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "read_file"
 	req.Params.Arguments = map[string]any{"path": file}
-	res, err := c.CallTool(ctx, req)
-	if err != nil {
-		t.Fatal(err)
+	var res *mcp.CallToolResult
+	for range attempts {
+		if res, err = c.CallTool(ctx, req); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var text []string
 	for _, ct := range res.Content {

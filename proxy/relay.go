@@ -520,6 +520,14 @@ func (r *relay) sessionRoots(ctx context.Context) []string {
 		res, err := r.s.mcp.RequestRoots(rctx, mcp.ListRootsRequest{})
 		if err != nil {
 			r.s.log.Warn("roots/list failed; the fence uses the configured roots only", "session", cs.SessionID(), "err", err)
+			// Do not keep the failure: the next call asks again, rather
+			// than every call until roots/list_changed being fenced
+			// without the client's roots.
+			r.mu.Lock()
+			if r.roots[cs.SessionID()] == rc {
+				delete(r.roots, cs.SessionID())
+			}
+			r.mu.Unlock()
 			return
 		}
 		for _, root := range res.Roots {
