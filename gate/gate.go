@@ -147,6 +147,12 @@ type Need struct {
 	Path       string `json:"path,omitempty"`
 }
 
+// A ResolvedPath is one path argument: its name, what the model wrote,
+// and where it leads.
+type ResolvedPath struct {
+	Arg, Raw, Path string
+}
+
 // A Decision is the gate's answer to one call.
 type Decision struct {
 	Verdict Verdict
@@ -165,6 +171,10 @@ type Decision struct {
 	Capability string
 	// Paths are the resolved paths the fence asked about.
 	Paths []string
+	// Resolved holds every path argument as the fence resolved it (~, the
+	// tool's directory, .., symlinks), so that a builtin acting on a path
+	// itself uses exactly the one the gate judged.
+	Resolved []ResolvedPath
 	// Needs lists everything an ask waits for; an approval must cover all.
 	Needs []Need
 	// Digest is the SHA-256 of Args (hex): what permits bind to and the
@@ -344,6 +354,9 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 	}
 
 	out := Decision{Class: class, Args: canon, Digest: digestOf(canon), Justification: justification}
+	for _, pa := range paths {
+		out.Resolved = append(out.Resolved, ResolvedPath{Arg: pa.arg, Raw: pa.raw, Path: pa.primary})
+	}
 	var outside []string
 	for _, pa := range paths {
 		for _, o := range pa.outside {

@@ -41,10 +41,13 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 		}
 		return nil, 0, builtin.Refusal("error.read", err.Error())
 	}
-	// Read what the gate resolved, so a link swapped since cannot redirect us.
+	// Open what the gate resolved (~, file://, .., links), not the text
+	// the model wrote.
 	real := path
-	if len(d.Paths) > 0 {
-		real = d.Paths[0]
+	for _, rp := range d.Resolved {
+		if rp.Arg == "path" {
+			real = rp.Path
+		}
 	}
 	fh, err := os.Open(real)
 	if err != nil {
