@@ -75,8 +75,9 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	d, id := s.admit(ctx, ss, call)
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
-		log.Info("call refused", "reason", d.Reason)
-		return builtin.Refusal(d.Code, registry.Redact(d.Reason, s.cfg().Secrets))
+		reason := registry.Redact(d.Reason, s.cfg().Secrets)
+		log.Info("call refused", "reason", reason)
+		return builtin.Refusal(d.Code, reason)
 	}
 	res, err := s.forward(ctx, name, d.Args, meta)
 	if err != nil {
