@@ -54,15 +54,6 @@ func TestFailedRootsAreAskedAgain(t *testing.T) {
 // wants the last attempt to succeed.
 func readUnderRoot(t *testing.T, handler func(root string) client.RootsHandler, attempts int) {
 	t.Helper()
-	cfg, err := registry.ParseConfig("test.yaml", []byte("surface: {}\n"), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -71,23 +62,12 @@ func readUnderRoot(t *testing.T, handler func(root string) client.RootsHandler, 
 	if err := os.WriteFile(file, []byte("inside the root"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClientWithOptions(s.MCPServer(), client.WithRootsHandler(handler(root)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.Capabilities.Roots = &struct {
 		ListChanged bool `json:"listChanged,omitempty"`
 	}{}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	c := inProcess(t, "surface: {}\n", init, client.WithRootsHandler(handler(root)))
+	ctx := context.Background()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "read_file"
 	req.Params.Arguments = map[string]any{"path": file}
@@ -106,4 +86,33 @@ func readUnderRoot(t *testing.T, handler func(root string) client.RootsHandler, 
 	if res.IsError || !strings.Contains(strings.Join(text, "\n"), "inside the root") {
 		t.Fatalf("read_file of a file under the session's root: %v", text)
 	}
+}
+
+// inProcess runs a Server on cfgText with no downstream servers and
+// returns an initialized in-process client.
+func inProcess(t *testing.T, cfgText string, init mcp.InitializeRequest, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	cfg, err := registry.ParseConfig("test.yaml", []byte(cfgText), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	c, err := client.NewInProcessClientWithOptions(s.MCPServer(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -7,10 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/quiver-mcp/quiver/registry"
 )
 
 // read_file opens the path the gate resolved, so what it reads is the file
@@ -23,27 +20,8 @@ func TestReadFileOpensWhatTheGateResolved(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "sub"), 0o700)
 	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("the notes"), 0o600)
 	os.Symlink(filepath.Join(root, "notes.txt"), filepath.Join(root, "link"))
-	cfg, err := registry.ParseConfig("test.yaml", []byte("fence:\n  allowed_dirs: ["+root+"]\n"), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	c, err := client.NewInProcessClient(s.MCPServer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := inProcess(t, "fence:\n  allowed_dirs: ["+root+"]\n", mcp.InitializeRequest{})
 	ctx := context.Background()
-	c.Start(ctx)
-	t.Cleanup(func() { c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range []string{
 		filepath.Join(root, "notes.txt"),
 		filepath.Join(root, "link"),
