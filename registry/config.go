@@ -296,6 +296,13 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 	if err := decodeYAML(dec, &fc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(path, &root, err)...))
 	}
+	// A second document ("---" and more) would be silently ignored; a
+	// stray separator usually means half the file is not what quiver reads.
+	var more yaml.Node
+	if err := decodeYAML(dec, &more); err == nil && !emptyDocument(&more) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, &ConfigError{File: path, Line: more.Line,
+			Msg: "a second YAML document starts here (after ---); quiver reads one: remove the separator or move these keys into the first document"})
+	}
 
 	cfg := &Config{Path: path, raw: b, Hash: contentHash(b)}
 	p := parser{path: path, root: &root, lookup: lookup}
@@ -326,6 +333,15 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 	}
 	cfg.Secrets = p.secrets
 	return cfg, nil
+}
+
+// emptyDocument reports whether a YAML document holds nothing (a trailing
+// "---" alone).
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
 }
 
 // Server returns the named server entry.

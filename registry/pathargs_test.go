@@ -22,3 +22,16 @@ func TestPathArgs(t *testing.T) {
 		t.Fatalf("an empty list must be an error at its line: %v", err)
 	}
 }
+
+func TestOneDocumentOnly(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, ok := range []string{"---\nservers: {}\n", "servers: {}\n---\n", "servers: {}\n"} {
+		if _, err := ParseConfig("servers.yaml", []byte(ok), noEnv); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	_, err := ParseConfig("servers.yaml", []byte("servers: {}\n---\nsurface: {reveal: call}\n"), noEnv)
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "second YAML document") {
+		t.Fatalf("a second document must not be ignored silently: %v", err)
+	}
+}
