@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -205,19 +204,15 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%w: the config command takes a subcommand: effective", errUsage)
 	}
 	var c common
-	var wait time.Duration
 	var asJSON bool
 	fs := newFlags("config effective")
 	c.register(fs)
-	fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+	c.registerWait(fs)
 	fs.BoolVar(&asJSON, "json", false, "JSON")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	if _, err := c.loadExplained(e); err != nil {
-		return err
-	}
-	p, err := started(ctx, e, &c, wait)
+	p, err := c.start(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -26,9 +26,10 @@ func versionCmd() *command {
 	}
 }
 
-// started loads the config, starts every server and waits until each has
-// tried once (or wait runs out), for commands that print once.
-func started(ctx context.Context, e *env, c *common, wait time.Duration) (*proxy.Server, error) {
+// start loads the config once (an error says whether a running quiver
+// keeps its last good one), starts every server and waits until each has
+// tried once (or --wait runs out), for commands that print once.
+func (c *common) start(ctx context.Context, e *env) (*proxy.Server, error) {
 	if c.logLevel == "info" {
 		c.logLevel = "warn" // a one-shot command's stderr is for problems
 	}
@@ -36,7 +37,7 @@ func started(ctx context.Context, e *env, c *common, wait time.Duration) (*proxy
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := c.load(e)
+	cfg, err := c.loadExplained(e)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func started(ctx context.Context, e *env, c *common, wait time.Duration) (*proxy
 	p.Start(ctx)
 	select {
 	case <-p.Ready():
-	case <-time.After(wait):
+	case <-time.After(c.wait):
 	case <-ctx.Done():
 	}
 	return p, nil
@@ -74,13 +75,12 @@ Flags:
 			var c common
 			var kind string
 			var limit int
-			var wait time.Duration
 			var asJSON bool
 			fs := newFlags("search")
 			c.register(fs)
 			fs.StringVar(&kind, "kind", "any", "kind")
 			fs.IntVar(&limit, "limit", 0, "hits")
-			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			c.registerWait(fs)
 			fs.BoolVar(&asJSON, "json", false, "structured output")
 			if err := parse(fs, args); err != nil {
 				return err
@@ -89,7 +89,7 @@ Flags:
 			if strings.TrimSpace(query) == "" {
 				return fmt.Errorf("%w: say what to search for, e.g. quiver search \"take a note\"", errUsage)
 			}
-			p, err := started(ctx, e, &c, wait)
+			p, err := c.start(ctx, e)
 			if err != nil {
 				return err
 			}
@@ -125,17 +125,13 @@ Flags:
   --wait D   how long to wait for servers to start (default 30s)`,
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
-			var wait time.Duration
 			fs := newFlags("doctor")
 			c.register(fs)
-			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			c.registerWait(fs)
 			if err := parse(fs, args); err != nil {
 				return err
 			}
-			if _, err := c.loadExplained(e); err != nil {
-				return err
-			}
-			p, err := started(ctx, e, &c, wait)
+			p, err := c.start(ctx, e)
 			if err != nil {
 				return err
 			}
@@ -185,17 +181,16 @@ Flags:
   --wait D   how long to wait for servers to start (default 30s)`,
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
-			var wait time.Duration
 			fs := newFlags("tokens")
 			c.register(fs)
-			fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+			c.registerWait(fs)
 			if err := parse(fs, args); err != nil {
 				return err
 			}
 			if fs.NArg() > 0 {
 				return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 			}
-			p, err := started(ctx, e, &c, wait)
+			p, err := c.start(ctx, e)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	quiver "github.com/quiver-mcp/quiver"
 	"github.com/quiver-mcp/quiver/registry"
@@ -146,6 +147,12 @@ func parse(fs *flag.FlagSet, args []string) error {
 // common are the flags every command that reads the config shares.
 type common struct {
 	config, toggles, stateDir, logLevel string
+	wait                                time.Duration // for commands that start the servers
+}
+
+// registerWait adds --wait, for commands that start the servers and print once.
+func (c *common) registerWait(fs *flag.FlagSet) {
+	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for servers to start")
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"text/tabwriter"
-	"time"
 
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -69,12 +68,11 @@ Flags:
 
 func toolsList(ctx context.Context, e *env, args []string) error {
 	var c common
-	var wait time.Duration
 	var asJSON, onlyOn, onlyOff bool
 	var srv string
 	fs := newFlags("tools list")
 	c.register(fs)
-	fs.DurationVar(&wait, "wait", 30*time.Second, "wait for servers")
+	c.registerWait(fs)
 	fs.BoolVar(&asJSON, "json", false, "JSON lines")
 	fs.BoolVar(&onlyOn, "enabled", false, "only enabled tools")
 	fs.BoolVar(&onlyOff, "disabled", false, "only disabled tools")
@@ -85,10 +83,7 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 	if onlyOn && onlyOff {
 		return fmt.Errorf("%w: --enabled and --disabled exclude each other", errUsage)
 	}
-	if _, err := c.loadExplained(e); err != nil {
-		return err
-	}
-	p, err := started(ctx, e, &c, wait)
+	p, err := c.start(ctx, e)
 	if err != nil {
 		return err
 	}
