@@ -278,32 +278,17 @@ func (l *Ledger) deferWrite(f func(context.Context, *sql.Tx) error) {
 }
 
 func (l *Ledger) init(ctx context.Context) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, ledgerSchema); err != nil {
-		return fmt.Errorf("create tables: %w", err)
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO runs (pid, host, started) VALUES (?, ?, ?)`, os.Getpid(), l.host, l.stamp())
-	if err != nil {
-		return fmt.Errorf("register run: %w", err)
-	}
-	if l.run, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("register run: %w", err)
-	}
-	n, err := l.recoverLocked(ctx, tx)
-	if err != nil {
+	return l.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, ledgerSchema); err != nil {
+			return fmt.Errorf("create tables: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO runs (pid, host, started) VALUES (?, ?, ?)`, os.Getpid(), l.host, l.stamp())
+		if l.run, err = insertedID("register run", res, err); err != nil {
+			return err
+		}
+		l.recovered, err = l.recoverLocked(ctx, tx)
 		return err
-	}
-	l.recovered = n
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	})
 }
 
 // recoverLocked closes the open calls of dead runs. A run is dead when it
