@@ -167,8 +167,13 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 		seen[e.Name] = struct{}{}
 	}
 
+	// Scores are on the fields all and server; their total lengths are
+	// counted as the documents are made (see bm25).
+	allSim := &bm25{sim: similarity.NewBM25SimilarityBK1(opts.b, opts.k1)}
+	serverSim := &bm25{sim: similarity.NewBM25Similarity()}
 	cfg := bluge.InMemoryOnlyConfig()
-	cfg.PerFieldSimilarity[fieldAll] = similarity.NewBM25SimilarityBK1(opts.b, opts.k1)
+	cfg.PerFieldSimilarity[fieldAll] = allSim
+	cfg.PerFieldSimilarity[fieldServer] = serverSim
 	w, err := bluge.OpenWriter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build index: open writer: %w", err)
@@ -197,6 +202,7 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	chunks = max(1, min(chunks, len(ix.entries)))
 	fieldTerms := make([][][]string, len(ix.entries)) // entry -> field -> terms
 	parts := make([]*termStats, chunks)
+	lengths := make([]fieldLengths, chunks)
 	errs := make([]error, chunks)
 	var analyzed, batched sync.WaitGroup
 	for c := range chunks {
@@ -207,7 +213,9 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 			defer batched.Done()
 			parts[c] = ix.analyzeEntries(fieldTerms, lo, hi)
 			analyzed.Done()
-			errs[c] = w.Batch(ix.batch(fieldTerms, lo, hi))
+			var b *index.Batch
+			b, lengths[c] = ix.batch(fieldTerms, lo, hi)
+			errs[c] = w.Batch(b)
 		}()
 	}
 	analyzed.Wait()
@@ -220,6 +228,10 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	batched.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return ix, fmt.Errorf("build index: batch: %w", err)
+	}
+	for _, l := range lengths {
+		allSim.fieldLength += l.all
+		serverSim.fieldLength += l.server
 	}
 	ix.reader, err = w.Reader()
 	if err != nil {
@@ -330,9 +342,13 @@ const (
 	maxBatches = 4
 )
 
+// fieldLengths are the lengths of the scored fields, summed over documents.
+type fieldLengths struct{ all, server uint64 }
+
 // batch makes the bluge documents of entries lo..hi-1 from their analyzed
 // fields.
-func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) *index.Batch {
+func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) (*index.Batch, fieldLengths) {
+	var lengths fieldLengths
 	opts := ix.opts
 	batch := bluge.NewBatch()
 	var all, srv termsBuilder
@@ -352,6 +368,7 @@ func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) *index.Batch {
 					srv.add(t, 1)
 				}
 				doc.AddField(srv.field(f))
+				lengths.server += uint64(srv.length)
 			}
 			inAll := 0
 			for j, t := range terms {
@@ -368,9 +385,10 @@ func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) *index.Batch {
 			}
 		}
 		doc.AddField(all.field(fieldAll))
+		lengths.all += uint64(all.length)
 		batch.Insert(doc)
 	}
-	return batch
+	return batch, lengths
 }
 
 // fieldText is the text of entry e that goes into field f.
@@ -535,17 +553,10 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 }
 
 // candidates are the depth best entries by bluge's score, equal scores in
-// entry order.
-//
-// bluge sums a document's clause scores in an order that depends on the
-// documents searched before it, so two entries with the same text can score
-// a few ulps apart, and those ulps depend on the order of the segments. A
-// big catalog's segments are built side by side and come in in whatever
-// order they finish; so scores are rounded to scoreBits significant bits,
-// far coarser than that noise and far finer than any real difference, and
-// equal scores are ordered by entry here. bluge orders equal scores by
-// segment, not entry, so ask for twice as many as needed, and for more while
-// the last ones tie: none of the ties may be left out.
+// entry order. Scores do not depend on how the index is segmented (see
+// bm25), but bluge orders equal scores by segment, not entry; so ask for
+// twice as many as needed, and for more while the last ones tie: none of
+// the ties may be left out.
 func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]candidate, error) {
 	for n := 2 * depth; ; n *= 2 {
 		cands, err := ix.topN(ctx, bq, n)
@@ -563,18 +574,6 @@ func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]c
 		})
 		return cands[:min(depth, len(cands))], nil
 	}
-}
-
-// scoreBits is how many significant bits of bluge's scores count.
-const scoreBits = 32
-
-// roundScore rounds f to scoreBits significant bits.
-func roundScore(f float64) float64 {
-	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return f
-	}
-	frac, exp := math.Frexp(f)
-	return math.Ldexp(math.Round(math.Ldexp(frac, scoreBits)), exp-scoreBits)
 }
 
 func (ix *Index) topN(ctx context.Context, bq bluge.Query, n int) ([]candidate, error) {
@@ -595,7 +594,7 @@ func (ix *Index) topN(ctx context.Context, bq bluge.Query, n int) ([]candidate, 
 		if err != nil {
 			return nil, err
 		}
-		cands = append(cands, candidate{i: i, score: roundScore(m.Score)})
+		cands = append(cands, candidate{i: i, score: m.Score})
 	}
 }
 
