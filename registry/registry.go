@@ -72,7 +72,8 @@ type Registry struct {
 	gen      uint64
 	dirty    chan struct{}
 	pending  atomic.Int32  // servers that have not finished their first attempt
-	tried    chan struct{} // closed once a catalog with every first attempt is out
+	tried    chan struct{} // closed once a catalog with every first attempt is out, or on Close
+	triedOne sync.Once
 	readyGen uint64
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -127,8 +128,11 @@ func (r *Registry) Start(ctx context.Context) {
 // Ready is closed once every server has made its first attempt to start,
 // successful or not, and OnChange has seen the catalog that shows it (its
 // generation is ReadyGen). Commands that print once (search, doctor) wait on
-// it; the proxy never does.
+// it; the proxy never does. Close closes it too, so that nobody waits on a
+// registry that will never be ready.
 func (r *Registry) Ready() <-chan struct{} { return r.tried }
+
+func (r *Registry) closeReady() { r.triedOne.Do(func() { close(r.tried) }) }
 
 // ReadyGen is the generation of the first catalog published after every
 // server's first attempt; valid once Ready is closed.
@@ -151,6 +155,7 @@ func (r *Registry) Close() error {
 		r.cancel()
 	}
 	r.wg.Wait()
+	r.closeReady()
 	return nil
 }
 
@@ -215,7 +220,7 @@ func (r *Registry) publish(ctx context.Context) {
 		r.mu.Unlock()
 		r.applyMu.Unlock()
 		if first {
-			close(r.tried)
+			r.closeReady()
 		}
 	}
 }
