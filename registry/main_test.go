@@ -27,6 +27,8 @@ import (
 //	               after the first tools/list, delayed by childDelayEnv
 //	"idle"         no MCP at all: write the pid and wait to be killed (the
 //	               grandchild of the process-group test)
+//	"dying"        no MCP at all: print childStderrEnv's line without a
+//	               newline and exit 1, as a server missing its token does
 //
 // Other variables shape what a child does:
 //
@@ -65,6 +67,10 @@ func runChild(mode string) int {
 		}
 	}
 	if line := os.Getenv(childStderrEnv); line != "" {
+		if mode == "dying" {
+			fmt.Fprint(os.Stderr, line)
+			return 1
+		}
 		fmt.Fprintln(os.Stderr, line)
 	}
 	if os.Getenv(childGrandchildEnv) == "1" {

@@ -85,6 +85,20 @@ func TestStartReturnsBeforeServersAreUp(t *testing.T) {
 	}
 }
 
+// TestCloseEndsTheWaitForReady: a command waiting for Ready on a registry
+// that is closed before its servers have tried to start is not left hanging.
+func TestCloseEndsTheWaitForReady(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, "servers:\n"+exampleServer("slow", childGateEnv+": \"${GATE}\""),
+		map[string]string{"GATE": filepath.Join(t.TempDir(), "never")}, Options{})
+	h.reg.Close()
+	select {
+	case <-h.reg.Ready():
+	case <-time.After(15 * time.Second):
+		t.Fatal("Ready still open 15 s after Close")
+	}
+}
+
 func exposedNames(c *Catalog) []string {
 	var out []string
 	for _, t := range c.Tools {
@@ -396,6 +410,18 @@ func TestChildStderrIsLoggedWithTheServerName(t *testing.T) {
 	if !strings.Contains(line, "token=[redacted:TOKEN]") {
 		t.Errorf("stderr line %q; want the token redacted as [redacted:TOKEN]", line)
 	}
+}
+
+// TestChildsLastWordsAreLogged: a server that dies printing an error with
+// no newline after it still gets that error into the log.
+func TestChildsLastWordsAreLogged(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, fmt.Sprintf("servers:\n  dying:\n    command: ${BIN}\n    env: {%s: dying, %s: \"Error: GITLAB_TOKEN is not set\"}\n",
+		childEnv, childStderrEnv), nil, Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	h.ready()
+	eventually(t, 10*time.Second, "the child's last line in the log", func() bool {
+		return len(h.logs.find("stderr: Error: GITLAB_TOKEN is not set", "server", "dying")) > 0
+	})
 }
 
 func listChangedServer(name, delay string) string {
