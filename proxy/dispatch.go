@@ -37,7 +37,7 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 	case builtin.CallToolName:
 		return builtin.Call(ctx, caller{s, ss, req.Params.Meta}, rawArgs(req)), nil
 	case builtin.ReadFileName:
-		res := builtin.ReadFile(ctx, s.skills, files{s, ss}, rawArgs(req))
+		res := builtin.ReadFile(ctx, s.current().skills, files{s, ss}, rawArgs(req))
 		return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets), nil
 	case builtin.RequestCapabilityName:
 		return builtin.RequestCapability(ctx, capabilities{s, ss}, rawArgs(req)), nil

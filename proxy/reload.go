@@ -3,19 +3,32 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/registry"
+	"github.com/quiver-mcp/quiver/skills"
 )
 
-// settings are what a configuration gives the proxy: the config itself and
-// the gate compiled from its fence and policy. They change together, with
-// the catalog, at an install.
+// settings are what a configuration gives the proxy: the config itself,
+// the gate compiled from its fence and policy, and the skills its folders
+// hold. They change together, with the catalog, at an install.
 type settings struct {
-	cfg  *registry.Config
-	gate *gate.Gate
+	cfg    *registry.Config
+	gate   *gate.Gate
+	skills *skills.Library // from cfg's skills.dirs, read again on every reload
+}
+
+// loadSkills reads the skill folders cfg names; a file that cannot be read
+// is left out and logged, the others load.
+func loadSkills(cfg *registry.Config, log *slog.Logger) *skills.Library {
+	lib, errs := skills.Load(cfg.Skills.Dirs)
+	for _, err := range errs {
+		log.Warn("skill not loaded", "err", err)
+	}
+	return lib
 }
 
 // sections are the parts of servers.yaml the gate owns.
@@ -78,6 +91,7 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 	if err != nil {
 		return err
 	}
+	set.skills = loadSkills(cfg, s.log)
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	prev := s.pending.Swap(set)

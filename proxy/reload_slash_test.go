@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/quiver-mcp/quiver/registry"
@@ -52,4 +54,49 @@ func TestReloadUpdatesSlashCommands(t *testing.T) {
 	if err != nil || len(res.Messages) == 0 {
 		t.Fatalf("prompts/get of the new command: %v %v", res, err)
 	}
+}
+
+// TestReloadReadsSkillFolders: a skill folder added to servers.yaml is
+// searched and readable after the reload, without a restart.
+func TestReloadReadsSkillFolders(t *testing.T) {
+	s, c := newTestServer(t, "")
+	dir := t.TempDir()
+	doc := "---\nname: release-checklist\ndescription: The steps to ship a release of the billing service.\nkind: skill\n---\n# Ship it\nTag, build, canary, promote.\n"
+	if err := os.WriteFile(dir+"/release.md", []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	search := func() string {
+		t.Helper()
+		return callText(t, c, "search_tools", map[string]any{"query": "release checklist for billing", "kind": "skill"})
+	}
+	if got := search(); strings.Contains(got, "release-checklist") {
+		t.Fatalf("found before its folder was configured:\n%s", got)
+	}
+	servers := fmt.Sprintf("\nservers:\n  example:\n    command: %q\n    env: {%s: \"1\"}\n", os.Args[0], childEnv)
+	cfg, err := registry.ParseConfig("servers.yaml", []byte(fmt.Sprintf("skills:\n  dirs: [%q]\n", dir)+servers), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(); !strings.Contains(got, "release-checklist") {
+		t.Fatalf("not found after the reload:\n%s", got)
+	}
+	if got := callText(t, c, "read_file", map[string]any{"path": dir + "/release.md"}); !strings.Contains(got, "Tag, build, canary, promote.") {
+		t.Fatalf("read_file of the new skill:\n%s", got)
+	}
+}
+
+// callText calls a tool through c and returns its text; a transport error
+// fails the test.
+func callText(t *testing.T, c *client.Client, name string, args map[string]any) string {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return text(res)
 }

@@ -47,7 +47,6 @@ type Server struct {
 	reg    *registry.Registry
 	ledger *gate.Ledger // nil without a state dir
 	gopts  []gate.Option
-	skills *skills.Library
 	mcp    *server.MCPServer
 	log    *slog.Logger
 	opts   Options
@@ -129,14 +128,10 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		}
 		return nil, err
 	}
-	lib, errs := skills.Load(cfg.Skills.Dirs)
-	for _, err := range errs {
-		opts.Logger.Warn("skill not loaded", "err", err)
-	}
+	set.skills = loadSkills(cfg, opts.Logger)
 	s := &Server{
 		ledger:   ledger,
 		gopts:    gopts,
-		skills:   lib,
 		log:      opts.Logger,
 		opts:     opts,
 		changes:  make(chan *registry.Catalog, 1),
@@ -311,7 +306,7 @@ func (s *Server) rebuildLoop(ctx context.Context) {
 func (s *Server) install(cat *registry.Catalog) {
 	set := s.pending.Load()
 	cfg := set.cfg
-	entries := append(builtinEntries(s.builtinsFor(cfg)), s.skillEntries()...)
+	entries := append(builtinEntries(s.builtinsFor(cfg)), skillEntries(set.skills)...)
 	tools := map[string]mcp.Tool{}
 	for _, t := range s.builtinsFor(cfg) {
 		tools[t.Name] = t
@@ -413,9 +408,9 @@ func builtinEntries(builtins []mcp.Tool) []index.Entry {
 	return out
 }
 
-func (s *Server) skillEntries() []index.Entry {
+func skillEntries(lib *skills.Library) []index.Entry {
 	var out []index.Entry
-	for _, d := range s.skills.Docs() {
+	for _, d := range lib.Docs() {
 		kind := index.KindSkill
 		if d.Kind == skills.KindReference {
 			kind = index.KindReference
