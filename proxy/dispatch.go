@@ -58,7 +58,8 @@ func isBuiltin(name string) bool {
 func (s *Server) dispatch(ctx context.Context, ss *session, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
 	st := s.state.Load()
 	call := gate.Call{Session: ss.key, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
-	if t, ok := st.cat.Lookup(name); ok {
+	// A tool the install left out (invalid header annotations) is unknown.
+	if t, ok := st.cat.Lookup(name); ok && st.tools[name].Name != "" {
 		call.Tool = s.gateTool(t)
 		call.WithheldWhy, call.Withheld = s.whyWithheld(ss, name)
 		call.Visible = s.visible(ss, st, name)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -393,4 +394,19 @@ func TestLoopGuardResetsOnANewCatalog(t *testing.T) {
 	wantCode(t, c.search("events calendar"), "deny.repeated_search")
 	r.s.install(r.s.Catalog()) // a server came up, say: the answer may differ
 	wantCode(t, c.search("calendar events"), "")
+}
+
+// TestToolLeftOutIsUnknown: a downstream tool whose schema mcp-go cannot
+// take (a header annotation on an object) is left out of the surface, and
+// call_tool treats it as unknown rather than forwarding it.
+func TestToolLeftOutIsUnknown(t *testing.T) {
+	bad := rigTools()[0]
+	bad.Name, bad.Exposed = "bad_headers", "ex__bad_headers"
+	bad.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":"object","x-mcp-header":"X-Thing"}}}`)
+	r := newRig(t, "surface:\n  reveal: call\n", append(rigTools(), bad)...)
+	c := r.connect("a")
+	if !strings.Contains(r.logText(), "tool left out: invalid header annotations") {
+		t.Fatalf("no log line for the left-out tool:\n%s", r.logText())
+	}
+	wantCode(t, c.call("call_tool", map[string]any{"name": "ex__bad_headers", "arguments": map[string]any{}}), "deny.unknown_tool")
 }
