@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -140,9 +141,10 @@ func TestMalformedJSONRPCKeepsTheSession(t *testing.T) {
 		t.Fatalf("initialize after garbage: %v", init)
 	}
 	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	// MCP makes an unknown tool a protocol error (-32602), not a tool result.
 	unknown := send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
-	if unknown["error"] == nil && unknown["result"] == nil {
-		t.Fatalf("unknown tool: no answer: %v", unknown)
+	if e, _ := unknown["error"].(map[string]any); e == nil || e["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(e["message"]), "no_such_tool") {
+		t.Fatalf("unknown tool: want a -32602 error naming it, got %v", unknown)
 	}
 	list := send(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	if list["result"] == nil {
