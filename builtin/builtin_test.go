@@ -24,9 +24,15 @@ func (f *fakeSearcher) Search(_ context.Context, q index.Query) (index.Result, e
 }
 func (f *fakeSearcher) Closest(string, int, ...index.Kind) []string { return f.closest }
 
-type fakeBinder struct{ bound []string }
+type fakeBinder struct {
+	bound []string
+	weak  []bool // what each Bind was told
+}
 
-func (b *fakeBinder) Bind(names []string) []string { b.bound = append(b.bound, names...); return names }
+func (b *fakeBinder) Bind(names []string, weak bool) []string {
+	b.bound, b.weak = append(b.bound, names...), append(b.weak, weak)
+	return names
+}
 
 type schemas map[string]json.RawMessage
 
@@ -87,8 +93,12 @@ func TestSearchNoHitGivesClosestAndBindsNothing(t *testing.T) {
 
 func TestSearchWeakSaysSo(t *testing.T) {
 	s := &fakeSearcher{res: index.Result{Weak: true, Hits: []index.Hit{hit("a__b", index.KindMCP, "B.")}}}
-	if got := text(Search(context.Background(), s, &fakeBinder{}, nil, json.RawMessage(`{"query":"order a pizza"}`))); !strings.HasPrefix(got, "Nothing matched \"order a pizza\" well") {
+	b := &fakeBinder{}
+	if got := text(Search(context.Background(), s, b, nil, json.RawMessage(`{"query":"order a pizza"}`))); !strings.HasPrefix(got, "Nothing matched \"order a pizza\" well") {
 		t.Fatalf("a weak result must say so first: %q", got)
+	}
+	if len(b.weak) != 1 || !b.weak[0] {
+		t.Fatalf("the binder was told weak = %v; a weak answer's tools must only take free places", b.weak)
 	}
 }
 

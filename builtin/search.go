@@ -21,8 +21,10 @@ type Searcher interface {
 
 // A Binder makes tools callable in the session that searched for them.
 type Binder interface {
-	// Bind binds the named tools and returns those it bound.
-	Bind(names []string) []string
+	// Bind binds the named tools and returns those it bound. The tools of a
+	// weak answer (nothing matched well) only take free places: a guess
+	// never pushes out a tool the model found before.
+	Bind(names []string, weak bool) []string
 }
 
 // A SchemaSource returns a tool's input schema, for answers that carry the
@@ -109,7 +111,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	}
 	bound := []string{}
 	if len(bindable) > 0 {
-		bound = st.Binder.Bind(bindable)
+		bound = st.Binder.Bind(bindable, res.Weak)
 	}
 	st.remember(key, bound)
 

@@ -228,7 +228,7 @@ type binder struct {
 	st *snapshot
 }
 
-func (b binder) Bind(names []string) []string {
+func (b binder) Bind(names []string, weak bool) []string {
 	ok := slices.DeleteFunc(slices.Clone(names), func(n string) bool {
 		_, known := b.st.cat.Lookup(n)
 		_, gated := b.s.cfg().SlashFor(n)
@@ -237,7 +237,7 @@ func (b binder) Bind(names []string) []string {
 	if len(ok) == 0 {
 		return []string{}
 	}
-	return b.ss.bind(ok, b.s.cfg().Surface.MaxBound, b.s.cfg().Surface.BindTurns)
+	return b.ss.bind(ok, b.s.cfg().Surface.MaxBound, b.s.cfg().Surface.BindTurns, !weak)
 }
 
 type schemaSource struct{ st *snapshot }

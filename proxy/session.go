@@ -13,7 +13,8 @@ import (
 // (last) found in.
 type binding struct {
 	name string
-	turn int
+	turn int    // the turn it was found or last found again in
+	seq  uint64 // the later found, the higher; the lowest goes first
 }
 
 // session is what quiver remembers about one connected client.
@@ -30,6 +31,7 @@ type session struct {
 	lastSeen time.Time // the last request or response
 	modern   bool      // protocol 2026-07-28: tools/list never changes as a side effect
 	found    []binding // in the order first found: a discovery only appends
+	seq      uint64    // the last binding.seq given
 	// slash is the slash command the user ran, and the turn it started;
 	// it is in effect for that turn only.
 	slash     *registry.Slash
@@ -76,12 +78,14 @@ func (ss *session) touch(now time.Time) {
 	ss.mu.Unlock()
 }
 
-// bind records names as found in the current turn and returns them. A
-// binding still alive is refreshed in place (its position does not move,
-// so the listed order stays append-only); an expired one is dropped first,
-// so finding it again appends it as the discovery it is. At most max stay:
-// the ones found longest ago go first, ties to the earliest listed.
-func (ss *session) bind(names []string, max, turns int) []string {
+// bind records names, in rank order, as found in the current turn and
+// returns those bound. A binding still alive is refreshed in place (its
+// position does not move, so the listed order stays append-only); an
+// expired one is dropped first, so finding it again appends it as the
+// discovery it is. At most max stay, the newest kept: the one found or
+// refreshed longest ago goes first, and within one answer the lowest
+// ranked. When evict is false the new names only take free places.
+func (ss *session) bind(names []string, max, turns int, evict bool) []string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.found = slices.DeleteFunc(ss.found, func(b binding) bool { return ss.turn >= b.turn+turns })
@@ -90,12 +94,21 @@ func (ss *session) bind(names []string, max, turns int) []string {
 			ss.found[i].turn = ss.turn
 			continue
 		}
+		if !evict && len(ss.found) >= max {
+			continue
+		}
 		ss.found = append(ss.found, binding{name: n, turn: ss.turn})
+	}
+	for k := len(names) - 1; k >= 0; k-- {
+		if i := slices.IndexFunc(ss.found, func(b binding) bool { return b.name == names[k] }); i >= 0 {
+			ss.seq++
+			ss.found[i].seq = ss.seq
+		}
 	}
 	for len(ss.found) > max {
 		oldest := 0
 		for i, b := range ss.found {
-			if b.turn < ss.found[oldest].turn {
+			if b.seq < ss.found[oldest].seq {
 				oldest = i
 			}
 		}

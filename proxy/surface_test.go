@@ -62,7 +62,7 @@ func TestBinding(t *testing.T) {
 	}
 	t.Run("lifetime: bound at t, usable t..t+2, gone at t+3", func(t *testing.T) {
 		ss := session{turn: 5}
-		ss.bind([]string{"a"}, max, turns)
+		ss.bind([]string{"a"}, max, turns, true)
 		for ; ss.turn <= 7; ss.turn++ {
 			if !ss.isBound("a", turns) {
 				t.Fatalf("turn %d: a binding from turn 5 must be usable", ss.turn)
@@ -76,30 +76,61 @@ func TestBinding(t *testing.T) {
 		var ss session
 		for i, n := range names("t", 13) {
 			ss.turn = i / 5 // several per turn: ties go to the earliest
-			ss.bind([]string{n}, max, turns)
+			ss.bind([]string{n}, max, turns, true)
 		}
 		got := ss.bound(turns)
 		if want := names("t", 13)[1:]; !slices.Equal(got, want) {
 			t.Fatalf("bound = %v, want %v", got, want)
 		}
 	})
-	t.Run("capacity: the oldest turn goes first, not the earliest listed", func(t *testing.T) {
+	t.Run("capacity: the oldest turn goes first, its lowest ranked first", func(t *testing.T) {
 		ss := session{turn: 1}
-		ss.bind(names("a", 6), max, turns)
+		ss.bind(names("a", 6), max, turns, true)
 		ss.turn = 2
-		ss.bind(names("b", 6), max, turns)
-		ss.bind([]string{"a01"}, max, turns) // refreshed: now of turn 2
-		ss.bind([]string{"c01"}, max, turns)
+		ss.bind(names("b", 6), max, turns, true)
+		ss.bind([]string{"a01"}, max, turns, true) // refreshed: now of turn 2
+		ss.bind([]string{"c01"}, max, turns, true)
 		got := ss.bound(turns)
-		if slices.Contains(got, "a02") || !slices.Contains(got, "a01") || len(got) != 12 {
-			t.Fatalf("bound = %v: a02 (turn 1) should go, a01 (refreshed) stay", got)
+		if slices.Contains(got, "a06") || !slices.Contains(got, "a01") || len(got) != 12 {
+			t.Fatalf("bound = %v: a06 (turn 1, ranked last) should go, a01 (refreshed) stay", got)
+		}
+	})
+	t.Run("capacity: found again in the same turn is newest", func(t *testing.T) {
+		ss := session{turn: 1}
+		ss.bind(names("a", 6), max, turns, true)
+		ss.bind(names("b", 6), max, turns, true)
+		ss.bind([]string{"a06"}, max, turns, true) // found again: newer than every b
+		ss.bind([]string{"c01"}, max, turns, true)
+		got := ss.bound(turns)
+		if slices.Contains(got, "a05") || !slices.Contains(got, "a06") || len(got) != 12 {
+			t.Fatalf("bound = %v: a05 should go, a06 (found again) stay", got)
+		}
+	})
+	t.Run("capacity: within one answer the lowest ranked goes first", func(t *testing.T) {
+		ss := session{turn: 1}
+		ss.bind(names("a", 10), max, turns, true)
+		ss.bind(names("b", 5), max, turns, true)
+		got := ss.bound(turns)
+		if want := append(names("a", 10)[:7], names("b", 5)...); !slices.Equal(got, want) {
+			t.Fatalf("bound = %v, want %v", got, want)
+		}
+	})
+	t.Run("no evict: a weak answer takes only free places", func(t *testing.T) {
+		ss := session{turn: 1}
+		ss.bind(names("a", 10), max, turns, true)
+		got := ss.bind([]string{"a03", "w1", "w2", "w3"}, max, turns, false)
+		if want := []string{"a03", "w1", "w2"}; !slices.Equal(got, want) {
+			t.Fatalf("bind returned %v, want %v (a03 refreshed, two free places)", got, want)
+		}
+		if b := ss.bound(turns); len(b) != 12 || !slices.Contains(b, "a01") || slices.Contains(b, "w3") {
+			t.Fatalf("bound = %v: nothing found before may go", b)
 		}
 	})
 	t.Run("refresh keeps the place and extends the life", func(t *testing.T) {
 		ss := session{turn: 1}
-		ss.bind([]string{"a", "b"}, max, turns)
+		ss.bind([]string{"a", "b"}, max, turns, true)
 		ss.turn = 3
-		ss.bind([]string{"c", "a"}, max, turns)
+		ss.bind([]string{"c", "a"}, max, turns, true)
 		ss.turn = 4
 		if got := ss.bound(turns); !slices.Equal(got, []string{"a", "c"}) {
 			t.Fatalf("turn 4: bound = %v, want [a c] (a refreshed in place, b expired)", got)
@@ -111,11 +142,11 @@ func TestBinding(t *testing.T) {
 	})
 	t.Run("found again after expiry appends", func(t *testing.T) {
 		ss := session{turn: 1}
-		ss.bind([]string{"a"}, max, turns)
+		ss.bind([]string{"a"}, max, turns, true)
 		ss.turn = 3
-		ss.bind([]string{"b"}, max, turns)
+		ss.bind([]string{"b"}, max, turns, true)
 		ss.turn = 4
-		ss.bind([]string{"a"}, max, turns)
+		ss.bind([]string{"a"}, max, turns, true)
 		if got := ss.bound(turns); !slices.Equal(got, []string{"b", "a"}) {
 			t.Fatalf("bound = %v, want [b a]: a rediscovery is a discovery", got)
 		}
