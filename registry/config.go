@@ -49,7 +49,8 @@ type Config struct {
 	// tool runs only in a turn whose slash command forced it.
 	SlashGated []string
 	// Secrets are the values that came from ${VAR} references in env and
-	// headers; they are redacted from everything quiver shows.
+	// headers, and those in args and url that look secret; they are
+	// redacted from everything quiver shows.
 	Secrets []Secret
 	// Hash is the SHA-256 of the file as read (hex); a reload skips a
 	// rewrite that changed nothing.
@@ -446,10 +447,11 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		s.Timeout = fs.Timeout
 	}
 	// expand expands v, the value at keys under the entry (["env",
-	// "TOKEN"]); an error names that key and its line.
-	expand := func(v string, secret bool, keys ...string) (string, bool) {
+	// "TOKEN"]); an error names that key and its line. secret says which
+	// variables' values are secrets, to be redacted wherever they show.
+	expand := func(v string, secret func(name, val string) bool, keys ...string) (string, bool) {
 		out, err := expandVars(v, p.lookup, func(name, val string) {
-			if secret && val != "" {
+			if val != "" && secret(name, val) {
 				p.secrets = append(p.secrets, Secret{Var: name, Value: val})
 			}
 		})
@@ -463,6 +465,18 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		}
 		return out, true
 	}
+	// Every value given to a server's env or headers is a secret. In a
+	// command line or a url, only what looks like one by name or shape is
+	// (${HOME} in a path and ${HOST} in a url are not), and in a url also
+	// whatever fills its user info or query, where keys go; errors quote
+	// the whole url.
+	always := func(string, string) bool { return true }
+	never := func(string, string) bool { return false }
+	inURL := func(name, val string) bool {
+		at, q := strings.LastIndex(fs.URL, "@"), strings.Index(fs.URL, "?")
+		i := strings.Index(fs.URL, "${"+name)
+		return LooksSecret(name, val) || strings.ContainsAny(val, "?@") || (q >= 0 && i > q) || (at >= 0 && i < at)
+	}
 	switch {
 	case fs.Command != "" && fs.URL != "":
 		p.fail(line, "servers.%s: give either command (a local server) or url (a remote one), not both", name)
@@ -475,18 +489,18 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		}
 		s.Transport = TransportStdio
 		var ok bool
-		if s.Command, ok = expand(fs.Command, false, "command"); ok && strings.TrimSpace(s.Command) == "" {
+		if s.Command, ok = expand(fs.Command, never, "command"); ok && strings.TrimSpace(s.Command) == "" {
 			p.fail(key("command"), "servers.%s.command: %q expands to nothing; set the variable to the program to run", name, fs.Command)
 		}
 		for _, a := range fs.Args {
-			a, _ = expand(a, false, "args")
+			a, _ = expand(a, LooksSecret, "args")
 			s.Args = append(s.Args, a)
 		}
-		s.Cwd, _ = expand(fs.Cwd, false, "cwd")
+		s.Cwd, _ = expand(fs.Cwd, never, "cwd")
 		if len(fs.Env) > 0 {
 			s.Env = map[string]string{}
 			for _, k := range sortedKeys(fs.Env) {
-				s.Env[k], _ = expand(fs.Env[k], true, "env", k)
+				s.Env[k], _ = expand(fs.Env[k], always, "env", k)
 			}
 		}
 	case fs.URL != "":
@@ -502,14 +516,14 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			p.fail(line, "servers.%s: args, env and cwd are for local servers (command); a url server takes headers", name)
 		}
 		var ok bool
-		s.URL, ok = expand(fs.URL, false, "url")
+		s.URL, ok = expand(fs.URL, inURL, "url")
 		if ok && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 			p.fail(key("url"), "servers.%s.url: %q must start with http:// or https://", name, s.URL)
 		}
 		if len(fs.Headers) > 0 {
 			s.Headers = map[string]string{}
 			for _, k := range sortedKeys(fs.Headers) {
-				s.Headers[k], _ = expand(fs.Headers[k], true, "headers", k)
+				s.Headers[k], _ = expand(fs.Headers[k], always, "headers", k)
 			}
 		}
 	default:

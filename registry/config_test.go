@@ -235,6 +235,40 @@ servers:
 	}
 }
 
+// TestConfigSecretsInURLsAndArgs: a key in a url's query or user info, a
+// url held whole in a variable, and a token on a command line are secrets,
+// redacted wherever they show; a host or a home folder is not.
+func TestConfigSecretsInURLsAndArgs(t *testing.T) {
+	vars := map[string]string{
+		"HOST": "mcp.example.com", "K": "topsecretkey12345", "USERPW": "me:hunter2pw",
+		"FULL": "https://api.example.com/sse?apikey=abcdef123456", "GH_TOKEN": "tok-0123456789",
+		"HOME": "/home/me", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa",
+	}
+	cfg := mustParse(t, `
+servers:
+  query:
+    url: https://${HOST}/mcp?key=${K}
+  userinfo:
+    url: https://${USERPW}@${HOST}/mcp
+  whole:
+    url: ${FULL}
+  local:
+    command: server
+    args: ["--token=${GH_TOKEN}", "--root", "${HOME}/projects", "${OPENAI}"]
+`, vars)
+	got := map[string]bool{}
+	for _, s := range cfg.Secrets {
+		got[s.Var] = true
+	}
+	want := map[string]bool{"K": true, "USERPW": true, "FULL": true, "GH_TOKEN": true, "OPENAI": true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("secrets %v; want %v (not HOST, not HOME)", got, want)
+	}
+	if r := Redact(`Post "https://mcp.example.com/mcp?key=topsecretkey12345": EOF`, cfg.Secrets); r != `Post "https://mcp.example.com/mcp?key=[redacted:K]": EOF` {
+		t.Errorf("an error quoting the url reads %q", r)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

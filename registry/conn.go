@@ -77,8 +77,9 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
 			}
-			log.Warn("server failed to start; retrying", "err", err, "retry_in", backoff)
-			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, err.Error() })
+			why := c.redact(err)
+			log.Warn("server failed to start; retrying", "err", why, "retry_in", backoff)
+			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
 			if !sleep(ctx, backoff) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
@@ -139,7 +140,7 @@ func (c *conn) watch(ctx context.Context, cl *client.Client, dead chan struct{})
 			err := cl.Ping(pctx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
-				c.reg.log.Warn("server failed its health check", "server", c.srv.Name, "err", err)
+				c.reg.log.Warn("server failed its health check", "server", c.srv.Name, "err", c.redact(err))
 				return
 			}
 		}
@@ -250,7 +251,7 @@ func (c *conn) refresh(ctx context.Context, cl *client.Client) {
 	defer cancel()
 	tools, err := c.listTools(lctx, cl)
 	if err != nil {
-		c.reg.log.Warn("re-listing tools failed", "server", c.srv.Name, "err", err)
+		c.reg.log.Warn("re-listing tools failed", "server", c.srv.Name, "err", c.redact(err))
 		return
 	}
 	c.mu.Lock()
@@ -406,6 +407,10 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 		transport.WithCommandLogger(log),
 	), nil
 }
+
+// redact is err's text with the configuration's secrets hidden: a url
+// server's errors quote its url, keys and all.
+func (c *conn) redact(err error) string { return Redact(err.Error(), c.reg.config().Secrets) }
 
 // lineLogger turns a child's stderr into log lines tagged with the server.
 // A line without its newline is logged once the child has been quiet for

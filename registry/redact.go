@@ -28,6 +28,27 @@ var credentialShapes = []struct {
 	{"bearer-token", []string{"earer", "EARER"}, regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}`)},
 }
 
+// secretName matches the names of variables, keys and URL parameters that
+// hold secrets (GITHUB_TOKEN, api_key, X-Api-Key, DB_PASSWORD, ...).
+var secretName = regexp.MustCompile(`(?i)token|key|secret|passw|credential|auth|cookie|(^|_)pat($|_)`)
+
+// urlPassword matches a url with a password in it (postgres://me:pw@host).
+var urlPassword = regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`)
+
+// LooksSecret reports whether a value named name is a secret by its name or
+// by its shape (a GitHub token, an OpenAI key, ...).
+func LooksSecret(name, value string) bool {
+	if secretName.MatchString(name) || urlPassword.MatchString(value) {
+		return true
+	}
+	for _, c := range credentialShapes {
+		if slices.ContainsFunc(c.literals, func(l string) bool { return strings.Contains(value, l) }) && c.re.MatchString(value) {
+			return true
+		}
+	}
+	return false
+}
+
 // Redact replaces every known secret value in s with [redacted:VAR] and
 // every well-known credential shape with [redacted:KIND].
 func Redact(s string, secrets []Secret) string {

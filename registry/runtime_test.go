@@ -556,3 +556,21 @@ func TestQuiverCommandRunsTheExecutableWithStateDir(t *testing.T) {
 		t.Errorf("the child runs in %q (%v); want cwd %q", cwd, err, want)
 	}
 }
+
+// TestURLServerErrorsHideItsKey: a remote server that cannot be reached
+// reports an error quoting its url; the key in it is redacted in the
+// status doctor shows and in the log.
+func TestURLServerErrorsHideItsKey(t *testing.T) {
+	t.Parallel()
+	const key = "topsecretkey12345"
+	h := startRegistry(t, "servers:\n  remote:\n    url: http://127.0.0.1:1/mcp?key=${K}\n",
+		map[string]string{"K": key}, Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	cat := h.ready()
+	st, _ := cat.Status("remote")
+	if st.State != StateDown || !strings.Contains(st.LastError, "key=[redacted:K]") {
+		t.Errorf("status %s, last error %q; want down, the key redacted", st.State, st.LastError)
+	}
+	if strings.Contains(st.LastError, key) || strings.Contains(h.logs.String(), key) {
+		t.Errorf("the key is in the status or the log:\n%s\n%s", st.LastError, h.logs)
+	}
+}
