@@ -132,7 +132,8 @@ type hostServer struct {
 	URL       string            `json:"url"`
 	ServerURL string            `json:"serverUrl"` // Windsurf
 	Headers   map[string]string `json:"headers"`
-	EnvFile   string            `json:"envFile"` // VS Code
+	EnvFile   string            `json:"envFile"`  // VS Code
+	Disabled  bool              `json:"disabled"` // Claude Code, Cline, Windsurf
 }
 
 // imported is the result of reading a host's file.
@@ -192,6 +193,10 @@ func importServers(file string, src []byte) (*imported, error) {
 				imp.notes = append(imp.notes, fmt.Sprintf("server %q appears twice; the first one is kept", name))
 				continue
 			}
+			if hs.Disabled {
+				imp.notes = append(imp.notes, fmt.Sprintf("server %q is disabled in %s; skipped", orig, file))
+				continue
+			}
 			if filepath.Base(hs.Command) == "quiver" && slices.Contains(hs.Args, "serve") {
 				imp.notes = append(imp.notes, fmt.Sprintf("server %q is quiver itself; skipped", orig))
 				continue
@@ -208,9 +213,8 @@ func importServers(file string, src []byte) (*imported, error) {
 }
 
 var (
-	secretKeyRE = regexp.MustCompile(`(?i)token|key|secret|passw|credential|auth|cookie`)
-	hostRefRE   = regexp.MustCompile(`\$\{([^}]*)\}`)
-	notVarRE    = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+	hostRefRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+	notVarRE  = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 )
 
 // entry builds the servers.yaml entry for one host server.
@@ -223,7 +227,7 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 	val := func(where, s string) string { return imp.reference(name, where, s) }
 	secret := func(where, key, s, varName string) string {
 		v := val(where, s)
-		if !secretKeyRE.MatchString(key) || strings.Contains(v, "${") || v == "" {
+		if !registry.LooksSecret(key, v) || strings.Contains(v, "${") || v == "" {
 			return v
 		}
 		if owner, taken := used[varName]; taken && owner != name {
@@ -269,7 +273,11 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 	case rawURL != "":
 		u := imp.urlSecrets(name, rawURL, used)
 		add("url", str(val("url", u)))
-		switch strings.ToLower(hs.Type) {
+		typ := strings.ToLower(hs.Type)
+		if p, err := url.Parse(rawURL); typ == "" && err == nil && strings.HasSuffix(strings.TrimSuffix(p.Path, "/"), "/sse") {
+			typ = "sse" // Cursor and Windsurf give no type; their SSE servers end in /sse
+		}
+		switch typ {
 		case "sse":
 			add("transport", str("sse"))
 		case "", "http", "streamable-http", "streamablehttp", "streamable_http":
@@ -305,7 +313,7 @@ func (imp *imported) urlSecrets(name, raw string, used map[string]string) string
 	var parts []string
 	for _, k := range sortedKeys(map[string]string(flatten(q))) {
 		v := q.Get(k)
-		if secretKeyRE.MatchString(k) && !strings.Contains(v, "${") {
+		if registry.LooksSecret(k, v) && !strings.Contains(v, "${") {
 			varName := strings.ToUpper(notVarRE.ReplaceAllString(name+"_"+k, "_"))
 			used[varName] = name
 			imp.vars = append(imp.vars, varName)

@@ -19,7 +19,10 @@ const desktopJSON = `{
       "command": "npx",
       "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop", "price$5"]
     },
-    "quiver": {"command": "/Users/me/bin/quiver", "args": ["serve"]}
+    "quiver": {"command": "/Users/me/bin/quiver", "args": ["serve"]},
+    "db": {"command": "db-mcp", "env": {"DATABASE_URL": "postgresql://admin:hunter2@db.internal/app", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa"}},
+    "paused": {"command": "paused-mcp", "disabled": true},
+    "cursorsse": {"url": "https://sse.example.com/sse"}
   }
 }`
 
@@ -58,6 +61,7 @@ func TestImportRoundTrips(t *testing.T) {
 	env := map[string]string{
 		"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
 		"API_KEY":                      "k1", "HOME": "/home/me", "LINEAR_TOKEN": "lin_api_123456", "OLD_TOKEN": "abcdef",
+		"DATABASE_URL": "postgresql://admin:hunter2@db.internal/app", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	src := commentedServers
@@ -75,7 +79,8 @@ func TestImportRoundTrips(t *testing.T) {
 		if !isSubsequence(strings.SplitAfter(src, "\n"), strings.SplitAfter(string(out), "\n")) {
 			t.Fatalf("%s: the merge changed existing lines:\n%s", f.file, out)
 		}
-		if strings.Contains(string(out), "ghp_16C7") || strings.Contains(string(out), "lin_api") || strings.Contains(string(out), "abcdef") {
+		if strings.Contains(string(out), "ghp_16C7") || strings.Contains(string(out), "lin_api") || strings.Contains(string(out), "abcdef") ||
+			strings.Contains(string(out), "hunter2") || strings.Contains(string(out), "sk-proj-") {
 			t.Fatalf("%s: a literal secret reached servers.yaml:\n%s", f.file, out)
 		}
 		src = string(out)
@@ -92,6 +97,11 @@ func TestImportRoundTrips(t *testing.T) {
 				s.Written.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] == "${GITHUB_PERSONAL_ACCESS_TOKEN}"
 		},
 		"desktop_files": func(s registry.Server) bool { return s.Args[3] == "price$5" },
+		// Secrets under names that do not say so, found by their shape.
+		"db": func(s registry.Server) bool {
+			return s.Written.Env["DATABASE_URL"] == "${DATABASE_URL}" && s.Written.Env["OPENAI"] == "${OPENAI}" && s.Env["OPENAI"] == env["OPENAI"]
+		},
+		"cursorsse": func(s registry.Server) bool { return s.Transport == "sse" },
 		"search": func(s registry.Server) bool {
 			return s.Command == "uvx" && s.Env["SEARCH_API_KEY"] == "k1" && s.Env["HOME_DIR"] == "/home/me"
 		},
@@ -113,7 +123,7 @@ func TestImportRoundTrips(t *testing.T) {
 	}
 	// Importing again refuses, and writes nothing.
 	imp, _ := importServers("claude_desktop_config.json", []byte(desktopJSON))
-	if _, err := mergeServers([]byte(src), imp); err == nil || !strings.Contains(err.Error(), "github, desktop_files already exist") {
+	if _, err := mergeServers([]byte(src), imp); err == nil || !strings.Contains(err.Error(), "github, desktop_files, db, cursorsse already exist") {
 		t.Errorf("second import: %v", err)
 	}
 }
