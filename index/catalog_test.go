@@ -81,9 +81,15 @@ func testCatalog(tb testing.TB) []Entry {
 	return catalogEntries
 }
 
+// testQueries are the development queries, the ones ranking is tuned on.
 func testQueries(tb testing.TB) []evalQuery {
 	tb.Helper()
-	f, err := os.Open("testdata/queries-dev.jsonl")
+	return loadQueries(tb, "testdata/queries-dev.jsonl")
+}
+
+func loadQueries(tb testing.TB, file string) []evalQuery {
+	tb.Helper()
+	f, err := os.Open(file)
 	if err != nil {
 		tb.Fatalf("open queries: %v", err)
 	}
