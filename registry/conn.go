@@ -72,7 +72,8 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 	for attempt := 0; ; attempt++ {
 		cl, tools, stop, err := c.connect(ctx)
 		if err != nil {
-			once()
+			// The status first: the catalog the first try publishes (Ready's)
+			// must show the server down, not starting.
 			if ctx.Err() != nil {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
@@ -80,6 +81,7 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 			why := c.redact(err)
 			log.Warn("server failed to start; retrying", "err", why, "retry_in", backoff)
 			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
+			once()
 			if !sleep(ctx, backoff) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
