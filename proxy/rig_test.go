@@ -21,7 +21,7 @@ import (
 // hand-made sessions: the bytes it checks are the bytes a transport would
 // write, and the clock is the rig's.
 
-const rigConfig = `
+const rigConfig = rigServer + `
 surface:
   always_on: [ex__current_time]
 slash:
@@ -41,6 +41,14 @@ slash:
     tools: [ex__notes_delete]
     activity: run
     gated: true
+`
+
+// rigServer declares the server the rig's tools belong to; the rig never
+// starts it, it installs catalogs itself.
+const rigServer = `
+servers:
+  ex:
+    command: never-started
 `
 
 func rigTools() []registry.Tool {

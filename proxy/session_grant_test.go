@@ -17,7 +17,7 @@ import (
 // would cover every later stdio session that shares the state dir: the
 // next quiver a host starts, or another host's quiver.
 func TestSessionGrantDoesNotOutliveTheProcess(t *testing.T) {
-	const cfgText = `
+	const cfgText = rigServer + `
 surface:
   always_on: [ex__notes_add]
 policy:

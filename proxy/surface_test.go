@@ -434,7 +434,7 @@ func TestToolLeftOutIsUnknown(t *testing.T) {
 	bad := rigTools()[0]
 	bad.Name, bad.Exposed = "bad_headers", "ex__bad_headers"
 	bad.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":"object","x-mcp-header":"X-Thing"}}}`)
-	r := newRig(t, "surface:\n  reveal: call\n", append(rigTools(), bad)...)
+	r := newRig(t, rigServer+"surface:\n  reveal: call\n", append(rigTools(), bad)...)
 	c := r.connect("a")
 	if !strings.Contains(r.logText(), "tool left out: invalid header annotations") {
 		t.Fatalf("no log line for the left-out tool:\n%s", r.logText())

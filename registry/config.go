@@ -329,6 +329,7 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 		cfg.Servers = append(cfg.Servers, *s)
 	}
 	cfg.Slash, cfg.SlashGated = p.slash(fc.Slash, fc.SlashGated)
+	p.toolNames(cfg, fc.SlashGated)
 	if len(p.errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(p.errs...))
 	}
@@ -343,6 +344,25 @@ func emptyDocument(n *yaml.Node) bool {
 		n = n.Content[0]
 	}
 	return n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+// ServerFor returns the server whose tools are exposed under names like
+// name: the one whose prefix starts it (github__create_issue), else one
+// with no prefix at all.
+func (c *Config) ServerFor(name string) (Server, bool) {
+	var bare *Server
+	for i, s := range c.Servers {
+		switch {
+		case s.Prefix == "" && bare == nil:
+			bare = &c.Servers[i]
+		case s.Prefix != "" && strings.HasPrefix(name, s.Prefix+"__"):
+			return s, true
+		}
+	}
+	if bare != nil {
+		return *bare, true
+	}
+	return Server{}, false
 }
 
 // Server returns the named server entry.

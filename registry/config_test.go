@@ -291,6 +291,14 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown_key_nothing_close", "servers:\n  gh:\n    command: x\n    zzzzzz: 1\n", nil, 4,
 			[]string{`unknown key "zzzzzz" in servers.gh`, "command, args, env, cwd, url, transport, headers, prefix, keywords, timeout"}},
 
+		// Tool names outside servers: a server must be able to offer them.
+		{"always_on_names_no_server", "servers:\n  example: {command: x}\nsurface:\n  always_on: [example__time, exmaple__notes]\n", nil, 4,
+			[]string{`surface.always_on: "exmaple__notes" names no configured server`, "server__tool"}},
+		{"slash_tools_names_no_server", "servers:\n  example: {command: x}\nslash:\n  r:\n    description: R.\n    tools: [nosuch__x]\n", nil, 6,
+			[]string{`slash.r.tools: "nosuch__x" names no configured server`}},
+		{"slash_gated_always_on", "servers:\n  example: {command: x}\nsurface:\n  always_on: [example__fix]\nslash_gated: [example__fix]\nslash:\n  fix:\n    description: F.\n    tools: [example__fix]\n", nil, 4,
+			[]string{"surface.always_on: example__fix is slash-gated", "/fix", "cannot be always on too"}},
+
 		// Values of the wrong type.
 		{"timeout_not_a_duration", "servers:\n  gh:\n    command: x\n    timeout: \"abc\"\n", nil, 4,
 			[]string{"servers.gh.timeout must be a duration", "like 30s", `not "abc"`}},

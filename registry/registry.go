@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/textdist"
 )
 
 // Errors a caller of Call can branch on.
@@ -234,6 +236,7 @@ func (r *Registry) build() *Catalog {
 	r.mu.Unlock()
 	cat := &Catalog{Gen: gen, byName: map[string]int{}}
 	owner := map[string]Tool{}
+	collided := map[string]bool{}
 	for _, c := range conns {
 		tools, status := c.snapshot()
 		// The entry in force: prefix, keywords and tools_default change
@@ -253,16 +256,63 @@ func (r *Registry) build() *Catalog {
 					// No prefix separates two tools of one server.
 					advice = fmt.Sprintf("server %q names them alike once names are limited to [A-Za-z0-9_-]; ask its authors to rename one", c.srv.Name)
 				}
+				// Neither is offered: which one a name reached would depend
+				// on which server started first, and a session could go on
+				// calling the other server's tool under the same name.
 				cat.Problems = append(cat.Problems, fmt.Sprintf(
-					"tool %q of server %q and tool %q of server %q both become %q; the second is left out: %s",
-					t.Name, srv.Name, prev.Name, prev.Server, t.Exposed, advice))
+					"tool %q of server %q and tool %q of server %q both become %q; neither is offered: %s",
+					prev.Name, prev.Server, t.Name, srv.Name, t.Exposed, advice))
+				collided[t.Exposed] = true
 				continue
 			}
 			owner[t.Exposed] = t
-			cat.byName[t.Exposed] = len(cat.Tools)
 			cat.Tools = append(cat.Tools, t)
 		}
 		cat.Servers = append(cat.Servers, status)
 	}
+	cat.Tools = slices.DeleteFunc(cat.Tools, func(t Tool) bool { return collided[t.Exposed] })
+	for i, t := range cat.Tools {
+		cat.byName[t.Exposed] = i
+	}
+	cat.Problems = append(cat.Problems, missingTools(cfg, cat)...)
 	return cat
+}
+
+// missingTools are the problems of tool names in the configuration that
+// their server, up, does not offer: a typo in always_on or a slash
+// command's tools would otherwise leave the tool silently out.
+func missingTools(cfg *Config, cat *Catalog) []string {
+	var out []string
+	check := func(where, name string) {
+		srv, ok := cfg.ServerFor(name)
+		if !ok || slices.Contains(builtinNames, name) {
+			return
+		}
+		if st, _ := cat.Status(srv.Name); st.State != StateUp {
+			return // not known yet
+		}
+		if _, ok := cat.Lookup(name); ok {
+			return
+		}
+		msg := fmt.Sprintf("%s names %s, but server %q offers no such tool", where, name, srv.Name)
+		best, bestD := "", len(name)/3+1
+		for _, t := range cat.Tools {
+			if d := textdist.Levenshtein(name, t.Exposed); t.Server == srv.Name && d < bestD {
+				best, bestD = t.Exposed, d
+			}
+		}
+		if best != "" {
+			msg += fmt.Sprintf("; did you mean %s?", best)
+		}
+		out = append(out, msg)
+	}
+	for _, n := range cfg.Surface.AlwaysOn {
+		check("surface.always_on", n)
+	}
+	for _, sl := range cfg.Slash {
+		for _, n := range sl.Tools {
+			check("slash."+sl.Name+".tools", n)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -488,6 +489,9 @@ func TestListChangedDuringTheFirstListIsNotLost(t *testing.T) {
 	})
 }
 
+// TestCollidingServersAreReportedNotOverwritten: two servers whose tools
+// become the same names offer none of those names, whichever started
+// first, and each collision is a problem naming both.
 func TestCollidingServersAreReportedNotOverwritten(t *testing.T) {
 	t.Parallel()
 	h := startRegistry(t, "servers:\n"+exampleServer("a", "", `prefix: ""`)+exampleServer("b", "", `prefix: ""`), nil, Options{})
@@ -499,13 +503,8 @@ func TestCollidingServersAreReportedNotOverwritten(t *testing.T) {
 	})
 	cat := h.reg.Catalog()
 	a, _ := cat.Status("a")
-	if len(cat.Tools) != a.Tools || len(cat.Problems) != a.Tools {
-		t.Fatalf("%d tools and %d problems; want each of a's %d tools once and one problem per tool of b", len(cat.Tools), len(cat.Problems), a.Tools)
-	}
-	for _, tool := range cat.Tools {
-		if tool.Server != "a" {
-			t.Errorf("%s belongs to %q; the first server keeps the name", tool.Exposed, tool.Server)
-		}
+	if len(cat.Tools) != 0 || len(cat.Problems) != a.Tools {
+		t.Fatalf("%d tools and %d problems; want none offered and one problem for each of a's %d tools", len(cat.Tools), len(cat.Problems), a.Tools)
 	}
 	if p := cat.Problems[0]; !strings.Contains(p, `server "a"`) || !strings.Contains(p, `server "b"`) || !strings.Contains(p, "another prefix") {
 		t.Errorf("problem %q", p)
@@ -572,5 +571,21 @@ func TestURLServerErrorsHideItsKey(t *testing.T) {
 	}
 	if strings.Contains(st.LastError, key) || strings.Contains(h.logs.String(), key) {
 		t.Errorf("the key is in the status or the log:\n%s\n%s", st.LastError, h.logs)
+	}
+}
+
+// TestTypoInAlwaysOnIsAProblem: a tool name in always_on or a slash
+// command that its server, once up, does not offer is reported with the
+// name it probably meant, not silently dropped.
+func TestTypoInAlwaysOnIsAProblem(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, "surface:\n  always_on: [a__echo, a__ecko]\nslash:\n  r:\n    description: R.\n    tools: [a__slep]\nservers:\n"+exampleServer("a", ""), nil, Options{})
+	cat := h.ready()
+	want := []string{
+		`surface.always_on names a__ecko, but server "a" offers no such tool; did you mean a__echo?`,
+		`slash.r.tools names a__slep, but server "a" offers no such tool; did you mean a__sleep?`,
+	}
+	if !reflect.DeepEqual(cat.Problems, want) {
+		t.Fatalf("problems = %q\nwant %q", cat.Problems, want)
 	}
 }

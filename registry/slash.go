@@ -146,3 +146,34 @@ func seqLine(root *yaml.Node, i int, path ...string) int {
 	}
 	return line
 }
+
+// toolNames checks the tool names the configuration gives outside servers:
+// each must be one a configured server could offer (its prefix, then "__"),
+// and a slash-gated tool cannot be always on. A name whose server is there
+// but lacks the tool can only be told once the server is up: see
+// Catalog.Problems.
+func (p *parser) toolNames(cfg *Config, gated []string) {
+	check := func(where string, line int, name string) {
+		if slices.Contains(builtinNames, name) || len(name) >= cfg.Surface.MaxNameLen {
+			return // builtins are always there; a shortened name has lost its prefix
+		}
+		if _, ok := cfg.ServerFor(name); !ok {
+			p.fail(line, "%s: %q names no configured server; use the exposed name, server__tool, with the server's key or prefix", where, name)
+		}
+	}
+	for i, name := range cfg.Surface.AlwaysOn {
+		line := seqLine(p.root, i, "surface", "always_on")
+		check("surface.always_on", line, name)
+		if sl, gated := cfg.SlashFor(name); gated {
+			p.fail(line, "surface.always_on: %s is slash-gated (it runs only in a /%s turn); it cannot be always on too", name, sl)
+		}
+	}
+	for _, sl := range cfg.Slash {
+		for i, name := range sl.Tools {
+			check("slash."+sl.Name+".tools", seqLine(p.root, i, "slash", sl.Name, "tools"), name)
+		}
+	}
+	for i, name := range gated {
+		check("slash_gated", seqLine(p.root, i, "slash_gated"), name)
+	}
+}

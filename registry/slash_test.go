@@ -32,6 +32,10 @@ slash:
     tools: [compliance__audit]
     activity: run
 slash_gated: [compliance__audit]
+servers:
+  example: {command: x}
+  lint: {command: x}
+  compliance: {command: x}
 `), testLookup(nil))
 	if err != nil {
 		t.Fatal(err)

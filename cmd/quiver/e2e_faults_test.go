@@ -53,6 +53,24 @@ func TestDoctorReportsADownServer(t *testing.T) {
 	}
 }
 
+// TestDoctorReportsAMisspeltTool: a name in always_on that the server,
+// up, does not offer is a problem doctor prints, with the name meant, and
+// fails on.
+func TestDoctorReportsAMisspeltTool(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	text := strings.Replace(exampleConfig("auto", ""), "[example__current_time]", "[example__curent_time]", 1)
+	os.WriteFile(cfg, []byte(text), 0o600)
+	out, err := exec.Command(quiverBin, "doctor", "--config", cfg, "--state-dir", dir, "--wait", "10s").CombinedOutput()
+	if code := exitCode(err); code != exitFailure {
+		t.Fatalf("doctor with a misspelt always_on tool: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	want := `problem: surface.always_on names example__curent_time, but server "example" offers no such tool; did you mean example__current_time?`
+	if !strings.Contains(string(out), want) {
+		t.Errorf("doctor output lacks %q:\n%s", want, out)
+	}
+}
+
 func TestConfigTypoIsAClearError(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.yaml")

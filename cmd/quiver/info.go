@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -119,7 +120,9 @@ Loads the configuration (reporting any error with its file, line and key,
 and whether a running quiver keeps its last good configuration meanwhile),
 starts every server, and prints each one's state, tool count and last error; then the size
 of what a model reads first (the lean surface) against listing every tool,
-in bytes and estimated tokens (4 bytes a token). Exits 1 if any server is down.
+in bytes and estimated tokens (4 bytes a token). Exits 1 if any server is
+down or the catalog has a problem (two tools under one name, a tool name in
+the configuration that its server does not offer).
 
 Flags:
   --wait D   how long to wait for servers to start (default 30s)`,
@@ -157,10 +160,14 @@ Flags:
 			}
 			w := weigh(p)
 			fmt.Fprintf(e.stdout, "\nsurface: %s\n", w.total.summary())
+			var errs []error
 			if down > 0 {
-				return fmt.Errorf("%d of %d servers are not up", down, len(cat.Servers))
+				errs = append(errs, fmt.Errorf("%d of %d servers are not up", down, len(cat.Servers)))
 			}
-			return nil
+			if n := len(cat.Problems); n > 0 {
+				errs = append(errs, fmt.Errorf("the catalog has %d problem(s), listed above", n))
+			}
+			return errors.Join(errs...)
 		},
 	}
 }
