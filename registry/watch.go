@@ -64,7 +64,8 @@ type Watcher struct {
 	fsw     *fsnotify.Watcher
 	cancel  context.CancelFunc
 	done    chan struct{}
-	current *Config // owned by the loop
+	current *Config         // owned by the loop
+	names   map[string]bool // the files' paths, and where they point if symlinks
 
 	mu     sync.Mutex
 	status ReloadStatus
@@ -103,21 +104,36 @@ func Watch(ctx context.Context, current *Config, o WatchOptions) (*Watcher, erro
 		return nil, fmt.Errorf("watch config: %w", err)
 	}
 	w.fsw = fsw
+	// The toggles file's folder is made if it is missing (the user config
+	// folder, with the built-in servers.yaml): `quiver tools disable` may
+	// create the file there later, and an unwatched folder would need a
+	// restart. A file that is a symlink is watched where it points too,
+	// since an edit of the target changes nothing in the link's folder.
+	if o.Toggles != "" {
+		_ = os.MkdirAll(filepath.Dir(o.Toggles), 0o755)
+	}
+	w.names = map[string]bool{}
 	var dirs []string
 	for _, p := range []string{o.Servers, o.Toggles} {
 		if p == "" {
 			continue
 		}
-		dir := filepath.Dir(p)
-		if slices.Contains(dirs, dir) {
-			continue
+		paths := []string{filepath.Clean(p)}
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != paths[0] {
+			paths = append(paths, real)
 		}
-		if err := fsw.Add(dir); err != nil {
-			// The toggles file's folder may not exist yet: nothing to watch.
-			w.log.Warn("config: cannot watch a folder; changes there need a restart", "dir", dir, "err", err)
-			continue
+		for _, p := range paths {
+			w.names[p] = true
+			dir := filepath.Dir(p)
+			if slices.Contains(dirs, dir) {
+				continue
+			}
+			if err := fsw.Add(dir); err != nil {
+				w.log.Warn("config: cannot watch a folder; changes there need a restart", "dir", dir, "err", err)
+				continue
+			}
+			dirs = append(dirs, dir)
 		}
-		dirs = append(dirs, dir)
 	}
 	ctx, w.cancel = context.WithCancel(ctx)
 	go w.loop(ctx)
@@ -141,12 +157,7 @@ func (w *Watcher) Close() error {
 func (w *Watcher) loop(ctx context.Context) {
 	defer close(w.done)
 	defer w.fsw.Close()
-	names := map[string]bool{}
-	for _, p := range []string{w.o.Servers, w.o.Toggles} {
-		if p != "" {
-			names[filepath.Clean(p)] = true
-		}
-	}
+	names := w.names
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -177,37 +188,40 @@ func (w *Watcher) loop(ctx context.Context) {
 	}
 }
 
-// reload reads both files and applies them if either changed.
+// reload reads both files and applies them if either changed. While
+// servers.yaml is gone the last good one stays, and the toggles still apply
+// to it.
 func (w *Watcher) reload(ctx context.Context) {
 	var sb []byte
 	serversHash := w.current.Hash
+	missing := false
 	if w.o.Servers != "" {
 		b, err := os.ReadFile(w.o.Servers)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Deleted, or caught between an editor's rename and create:
-			// either way the last good configuration stays.
-			if w.tried[0] != "gone" {
-				w.tried[0] = "gone"
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Deleted, or caught between an editor's rename and create.
+			missing, serversHash = true, "gone"
+			w.mu.Lock()
+			was := w.status.ServersMissing
+			w.status.ServersMissing = true
+			st := w.status
+			w.mu.Unlock()
+			if !was {
 				w.log.Warn("config: servers.yaml is gone; keeping the last good configuration", "file", w.o.Servers)
-				w.mu.Lock()
-				w.status.ServersMissing = true
-				st := w.status
-				w.mu.Unlock()
 				if w.o.OnStatus != nil {
 					w.o.OnStatus(st)
 				}
 			}
-			return
-		}
-		if err != nil {
+		case err != nil:
 			w.fail(fmt.Errorf("read %s: %w", w.o.Servers, err))
 			return
+		default:
+			sb = b
+			serversHash = contentHash(b)
+			w.mu.Lock()
+			w.status.ServersMissing = false
+			w.mu.Unlock()
 		}
-		sb = b
-		serversHash = contentHash(b)
-		w.mu.Lock()
-		w.status.ServersMissing = false
-		w.mu.Unlock()
 	}
 	tg := &Toggles{Hash: emptyHash}
 	if w.o.Toggles != "" {
@@ -222,15 +236,18 @@ func (w *Watcher) reload(ctx context.Context) {
 		return // a rewrite with the same bytes, a chmod, a temp file
 	}
 	w.tried = [2]string{serversHash, tg.Hash}
+	if missing && w.current.Toggles != nil && w.current.Toggles.Hash == tg.Hash {
+		return // only servers.yaml went; nothing to apply
+	}
 	var cfg *Config
-	if w.o.Servers != "" {
+	if w.o.Servers != "" && !missing {
 		var err error
 		if cfg, err = ParseConfig(w.o.Servers, sb, w.o.Lookup); err != nil {
 			w.fail(err)
 			return
 		}
 	} else {
-		c := *w.current // the built-in config with new toggles
+		c := *w.current // the last good (or built-in) config with new toggles
 		cfg = &c
 	}
 	cfg.Toggles = tg

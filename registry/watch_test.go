@@ -43,6 +43,13 @@ func startWatch(t *testing.T, servers, toggles string) *watched {
 	if toggles != "" {
 		x.write(x.toggles, toggles)
 	}
+	return x.start()
+}
+
+// start watches x's files, which exist.
+func (x *watched) start() *watched {
+	t := x.t
+	t.Helper()
 	cfg, err := LoadConfig(x.servers)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +165,52 @@ func TestWatchToggles(t *testing.T) {
 	c = x.next(2)
 	if len(c.Toggles.Rules) != 0 {
 		t.Errorf("deleted toggles file left rules %v", c.Toggles.Rules)
+	}
+}
+
+// TestWatchTogglesWhileServersGone: with servers.yaml deleted, the last
+// good servers stay and a change of the toggles still applies to them.
+func TestWatchTogglesWhileServersGone(t *testing.T) {
+	t.Parallel()
+	x := startWatch(t, serversText("a"), "")
+	if err := os.Remove(x.servers); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the deletion noticed", func() bool { return x.w.Status().ServersMissing })
+	x.write(x.toggles, "disabled: [a__x]\n")
+	c := x.next(1)
+	if on, _ := c.Toggles.Decide("a__x", true); on || names(c) != "a" {
+		t.Errorf("servers %s, a__x on %v; want the last good servers with a__x off", names(c), on)
+	}
+}
+
+// TestWatchFollowsSymlinks: servers.yaml and tools.yaml as symlinks into
+// another folder (a dotfiles repo); editing the targets reloads.
+func TestWatchFollowsSymlinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real, conf := filepath.Join(dir, "dotfiles"), filepath.Join(dir, "conf")
+	for _, d := range []string{real, conf} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := &watched{t: t, dir: conf, servers: filepath.Join(conf, "servers.yaml"), toggles: filepath.Join(conf, "tools.yaml")}
+	x.write(filepath.Join(real, "quiver-servers.yaml"), serversText("a"))
+	x.write(filepath.Join(real, "quiver-tools.yaml"), "")
+	for link, target := range map[string]string{x.servers: "quiver-servers.yaml", x.toggles: "quiver-tools.yaml"} {
+		if err := os.Symlink(filepath.Join("..", "dotfiles", target), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.start()
+	x.write(filepath.Join(real, "quiver-servers.yaml"), serversText("a", "b"))
+	if got := names(x.next(1)); got != "a,b" {
+		t.Errorf("after editing the symlink's target: servers %s", got)
+	}
+	x.write(filepath.Join(real, "quiver-tools.yaml"), "disabled: [b__x]\n")
+	if on, _ := x.next(2).Toggles.Decide("b__x", true); on {
+		t.Errorf("b__x still on after editing the toggles symlink's target")
 	}
 }
 
