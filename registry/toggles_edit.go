@@ -32,7 +32,9 @@ func EditToggles(src []byte, on bool, patterns []string) (out []byte, moved bool
 		return nil, false, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(TogglesFile, &doc, err)...))
 	}
 	if doc.Kind == 0 {
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+		// Empty, or only comments, which the decoder drops: keep them on top.
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}},
+			HeadComment: strings.TrimSpace(string(src))}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {

@@ -55,6 +55,7 @@ func TestEditToggles(t *testing.T) {
 		moved     bool
 	}{
 		{"new file", "", false, []string{"slack__*"}, "disabled:\n  - slack__*\n", false},
+		{"comments only", "# my toggles\n# keep this\n", false, []string{"a__x"}, "# my toggles\n# keep this\n\ndisabled:\n  - a__x\n", false},
 		{"keeps comments, drops contradicted names",
 			"# the tools panel\nenabled:\n  - slack__post # needed\n  - github__*\ndisabled:\n  - gitlab__*\n",
 			false, []string{"slack__*"},

@@ -97,6 +97,11 @@ func (c *common) loadExplained(e *env) (*registry.Config, error) {
 // watcher) sees the old file or the new one, never half of one: a temp file
 // beside it, fsync, rename, fsync of the folder.
 func writeFileAtomic(p string, b []byte, mode os.FileMode) error {
+	// A symlinked file is written where it points: renaming over the link
+	// would replace it with a plain file.
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
 	if fi, err := os.Stat(p); err == nil {
 		mode = fi.Mode().Perm()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,9 +116,9 @@ func TestToggleOffABoundTool(t *testing.T) {
 	// Switch it off with the CLI: the session hears once; the tool leaves
 	// its list, search no longer finds it, and the host's cached name is
 	// refused with deny.withheld.
-	out, err := exec.Command(quiverBin, "tools", "disable", "--config", lc.path, "example__echo").CombinedOutput()
-	if err != nil {
-		t.Fatalf("tools disable: %v\n%s", err, out)
+	out, err := exec.Command(quiverBin, "tools", "disable", "--config", lc.path, "--state-dir", lc.state, "example__echo").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "The running quiver (pid ") {
+		t.Fatalf("tools disable: %v; want it to say the running quiver applies it\n%s", err, out)
 	}
 	h.waitChanged()
 	h.noChange()
@@ -166,5 +167,32 @@ func TestToolsDefaultOff(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "example__notes_add") || strings.Contains(string(out), "example__echo ") ||
 		!strings.Contains(string(out), "tools_default: off") {
 		t.Fatalf("tools list --disabled: %v\n%s", err, out)
+	}
+}
+
+// TestToolsSwitchSaysWhenItCannotApply: with servers.yaml invalid, tools
+// disable still writes the toggles file, through its symlink, but warns
+// that a running quiver will not apply it until the configuration loads.
+func TestToolsSwitchSaysWhenItCannotApply(t *testing.T) {
+	lc := newLiveConfig(t, "servers:\n  example:\n    command: quiver\n    timeout: banana\n")
+	target := filepath.Join(lc.dir, "dotfiles-tools.yaml")
+	lc.write(target, "# mine\n")
+	if err := os.Symlink(target, lc.tgl); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(quiverBin, "tools", "disable", "--config", lc.path, "example__echo")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tools disable: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "applies this only once the configuration loads again") || !strings.Contains(stderr.String(), "timeout") {
+		t.Errorf("stderr lacks the warning and the reason:\n%s", stderr.String())
+	}
+	if fi, err := os.Lstat(lc.tgl); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("tools.yaml is no longer a symlink: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(target); !strings.Contains(string(b), "# mine") || !strings.Contains(string(b), "example__echo") {
+		t.Errorf("the symlink's target reads:\n%s", b)
 	}
 }

@@ -146,7 +146,16 @@ func toolsSwitch(e *env, on bool, args []string) error {
 	if err := writeFileAtomic(path, out, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	fmt.Fprintf(e.stdout, "%sd %v in %s; a running quiver follows at once.\n", verb, fs.Args(), path)
+	fmt.Fprintf(e.stdout, "%sd %v in %s.\n", verb, fs.Args(), path)
+	// Say what a running quiver will do with it: nothing, while
+	// servers.yaml does not load.
+	if _, err := c.load(e); errors.Is(err, registry.ErrInvalidConfig) {
+		fmt.Fprintf(e.stderr, "warning: a running quiver keeps its last good configuration, and applies this only once the configuration loads again:\n%v\n", err)
+	} else if state, err := c.state(e); err == nil {
+		if st, ok := runningStatus(state, c.serversPath(e)); ok {
+			fmt.Fprintf(e.stdout, "The running quiver (pid %d) applies it within a second.\n", st.PID)
+		}
+	}
 	if moved {
 		fmt.Fprintf(e.stdout, "note: the %s: list was moved to the end of the file so that it wins (the later line wins); check the order of your other entries.\n", verb+"d")
 	}
