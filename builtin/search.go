@@ -81,7 +81,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if args.Query == "" {
 		return refuse("deny.args_invalid", `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
 	}
-	kinds, ok := kindsFor(args.Kind)
+	kinds, ok := KindsFor(args.Kind)
 	if !ok {
 		return refuse("deny.args_invalid", fmt.Sprintf("kind %q is not one of any, tool, core, mcp, skill, reference.", args.Kind))
 	}
@@ -171,7 +171,9 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())}, StructuredContent: structured}
 }
 
-func kindsFor(kind string) ([]index.Kind, bool) {
+// KindsFor maps search_tools' kind argument to index kinds; false for a kind
+// it does not know.
+func KindsFor(kind string) ([]index.Kind, bool) {
 	switch kind {
 	case "", "any":
 		return nil, true

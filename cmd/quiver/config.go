@@ -214,7 +214,7 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 	c.register(fs)
 	c.registerWait(fs)
 	fs.BoolVar(&asJSON, "json", false, "JSON")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parseFlagsOnly(fs, args[1:]); err != nil {
 		return err
 	}
 	p, err := c.start(ctx, e)

@@ -88,6 +88,22 @@ func TestConfigTypoIsAClearError(t *testing.T) {
 	}
 }
 
+// TestStrayArgumentsAreUsageErrors: a word a command does not take, or a
+// flag value out of range, exits 2 with the usage, instead of being
+// ignored or failing as if the world were wrong.
+func TestStrayArgumentsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"doctor", "extra"}, {"version", "x"}, {"config", "effective", "extra"}, {"tools", "list", "extra"},
+		{"audit", "extra"}, {"grants", "extra"}, {"tokens", "extra"},
+		{"search", "--kind", "bogus", "notes"}, {"search", "--limit", "50", "notes"},
+	} {
+		out, err := exec.Command(quiverBin, args...).CombinedOutput()
+		if code := exitCode(err); code != exitUsage || !strings.Contains(string(out), "usage: quiver "+args[0]) {
+			t.Errorf("quiver %s: exit %d, want %d with the usage\n%s", strings.Join(args, " "), code, exitUsage, out)
+		}
+	}
+}
+
 func exitCode(err error) int {
 	if err == nil {
 		return 0

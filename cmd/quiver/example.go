@@ -32,7 +32,7 @@ Flags:
 			fs.StringVar(&notes, "notes", "", "notes file")
 			fs.DurationVar(&delay, "start-delay", 0, "delay before serving")
 			fs.BoolVar(&testTools, "test-tools", false, "offer test tools")
-			if err := parse(fs, args); err != nil {
+			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
 			}
 			if notes == "" {

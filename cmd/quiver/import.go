@@ -61,7 +61,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	c.register(fs)
 	fs.StringVar(&from, "from", "", "the host's config file")
 	fs.BoolVar(&write, "write", false, "merge into servers.yaml")
-	if err := parse(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if from == "" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/quiver-mcp/quiver/builtin"
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -21,6 +22,9 @@ func versionCmd() *command {
 		usage:   "version",
 		help:    "Prints quiver's version.",
 		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
+			}
 			fmt.Fprintf(e.stdout, "quiver %s\n", registry.Version)
 			return nil
 		},
@@ -86,6 +90,12 @@ Flags:
 			if err := parse(fs, args); err != nil {
 				return err
 			}
+			if _, ok := builtin.KindsFor(kind); !ok {
+				return fmt.Errorf("%w: --kind %q: use any, tool, core, mcp, skill or reference", errUsage, kind)
+			}
+			if limit < 0 || limit > 10 {
+				return fmt.Errorf("%w: --limit %d: use 1 to 10", errUsage, limit)
+			}
 			query := strings.Join(fs.Args(), " ")
 			if strings.TrimSpace(query) == "" {
 				return fmt.Errorf("%w: say what to search for, e.g. quiver search \"take a note\"", errUsage)
@@ -131,7 +141,7 @@ Flags:
 			fs := newFlags("doctor")
 			c.register(fs)
 			c.registerWait(fs)
-			if err := parse(fs, args); err != nil {
+			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
 			}
 			p, err := c.start(ctx, e)
@@ -191,11 +201,8 @@ Flags:
 			fs := newFlags("tokens")
 			c.register(fs)
 			c.registerWait(fs)
-			if err := parse(fs, args); err != nil {
+			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
-			}
-			if fs.NArg() > 0 {
-				return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 			}
 			p, err := c.start(ctx, e)
 			if err != nil {

@@ -168,7 +168,7 @@ used and revoked grants; --revoke ID ends a grant at once.`,
 			fs.BoolVar(&pendingOnly, "pending", false, "only pending requests")
 			fs.BoolVar(&asJSON, "json", false, "JSON")
 			fs.Int64Var(&revoke, "revoke", 0, "grant to revoke")
-			if err := parse(fs, args); err != nil {
+			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
 			}
 			l, err := openLedger(ctx, e, &c)
@@ -238,7 +238,7 @@ never retries those). Arguments are recorded only as a digest.`,
 			fs.StringVar(&session, "session", "", "only this session")
 			fs.StringVar(&tool, "tool", "", "only tools matching this glob")
 			fs.BoolVar(&asJSON, "json", false, "JSON lines")
-			if err := parse(fs, args); err != nil {
+			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
 			}
 			l, err := openLedger(ctx, e, &c)

@@ -144,6 +144,18 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseFlagsOnly parses args for a command that takes no positional
+// arguments: a stray word is a usage error, not silently ignored.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
 // common are the flags every command that reads the config shares.
 type common struct {
 	config, toggles, stateDir, logLevel string

@@ -55,11 +55,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags("serve")
 	c.register(fs)
 	fs.StringVar(&addr, "http", "", "serve streamable HTTP on this address")
-	if err := parse(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 	log, err := c.logger(e)
 	if err != nil {

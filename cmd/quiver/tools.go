@@ -77,7 +77,7 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&onlyOn, "enabled", false, "only enabled tools")
 	fs.BoolVar(&onlyOff, "disabled", false, "only disabled tools")
 	fs.StringVar(&srv, "server", "", "only this server's tools")
-	if err := parse(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if onlyOn && onlyOff {
