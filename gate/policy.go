@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -248,34 +249,35 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 	case "deny":
 		cp.outsideDeny = true
 	default:
-		return cp, fmt.Errorf("policy outside_fence: %q is not ask or deny", p.OutsideFence)
+		return cp, &PolicyError{Key: []string{"outside_fence"}, Err: fmt.Errorf("%q is not ask or deny", p.OutsideFence)}
 	}
 
 	dirs := append([]string(nil), p.AllowedDirs...)
 	if p.StateDir != "" {
 		dirs = append(dirs, p.StateDir)
 	}
-	for _, d := range dirs {
+	for i, d := range dirs {
+		key := []string{"allowed_dirs", fmt.Sprintf("[%d]", i)}
 		if strings.TrimSpace(d) == "" {
-			return cp, fmt.Errorf("fence allowed_dirs: empty entry")
+			return cp, &PolicyError{Key: key, Err: errors.New("empty entry; give a folder, like ~/projects")}
 		}
 		d = r.expandHome(d)
 		if !filepath.IsAbs(d) {
-			return cp, fmt.Errorf("fence allowed_dirs: %q is not an absolute path", d)
+			return cp, &PolicyError{Key: key, Err: fmt.Errorf("%q is not an absolute path; start it with / or ~/", d)}
 		}
 		res, err := r.resolveRoot(d)
 		if err != nil {
-			return cp, fmt.Errorf("fence allowed_dirs %q: %w", d, err)
+			return cp, &PolicyError{Key: key, Err: fmt.Errorf("%q: %w", d, err)}
 		}
 		cp.roots = append(cp.roots, res)
 	}
 
 	for g, c := range p.Classes {
 		if _, err := path.Match(g, ""); err != nil {
-			return cp, fmt.Errorf("policy classes: glob %q: %w", g, err)
+			return cp, &PolicyError{Key: []string{"classes", g}, Err: fmt.Errorf("bad glob: %w", err)}
 		}
 		if !c.valid() {
-			return cp, fmt.Errorf("policy classes %q: %q is not a class (read, write, destructive, execute, network, admin)", g, c)
+			return cp, &PolicyError{Key: []string{"classes", g}, Err: fmt.Errorf("%q is not a class (read, write, destructive, execute, network, admin)", c)}
 		}
 	}
 	cp.classes = sortedOverrides(p.Classes)
@@ -285,11 +287,11 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 	}
 	for c, s := range p.Defaults {
 		if !c.valid() {
-			return cp, fmt.Errorf("policy defaults: %q is not a class", c)
+			return cp, &PolicyError{Key: []string{"defaults", string(c)}, Err: fmt.Errorf("%q is not a class (read, write, destructive, execute, network, admin)", c)}
 		}
 		v, err := parseVerdict(s)
 		if err != nil {
-			return cp, fmt.Errorf("policy defaults %s: %w", c, err)
+			return cp, &PolicyError{Key: []string{"defaults", string(c)}, Err: err}
 		}
 		cp.defaults[c] = v
 	}
@@ -297,7 +299,7 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 	for i, pr := range p.Rules {
 		cr, err := compileRule(i, pr)
 		if err != nil {
-			return cp, fmt.Errorf("policy rules[%d] (%s): %w", i, pr.Tool, err)
+			return cp, &PolicyError{Key: []string{"rules", fmt.Sprintf("[%d]", i)}, Err: fmt.Errorf("(%s) %w", pr.Tool, err)}
 		}
 		cp.rules = append(cp.rules, cr)
 	}
@@ -362,3 +364,18 @@ func fenceWord(s string) (string, error) {
 	}
 	return "", fmt.Errorf("fence: %q is not inside or outside", s)
 }
+
+// A PolicyError is a policy value the gate cannot take. Key is where it is
+// in Policy's terms: the yaml keys of the field, then map keys or "[i]"
+// for list items ("rules", "[2]"), so that a caller reading a file can
+// point at the line.
+type PolicyError struct {
+	Key []string
+	Err error
+}
+
+func (e *PolicyError) Error() string {
+	return strings.ReplaceAll(strings.Join(e.Key, "."), ".[", "[") + ": " + e.Err.Error()
+}
+
+func (e *PolicyError) Unwrap() error { return e.Err }

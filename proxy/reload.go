@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -56,6 +57,15 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 	policy.OutsideFence = sec.Fence.OutsideFence
 	policy.StateDir = stateDir
 	g, err := gate.New(policy, gopts...)
+	if pe := (*gate.PolicyError)(nil); errors.As(err, &pe) {
+		// Point at the value in servers.yaml: the fence's keys are under
+		// fence:, the rest under policy:.
+		section := "policy"
+		if k := pe.Key[0]; k == "allowed_dirs" || k == "outside_fence" {
+			section = "fence"
+		}
+		return nil, cfg.SectionError(append([]string{section}, pe.Key...), pe.Err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
 	}

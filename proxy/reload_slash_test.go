@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -99,4 +100,24 @@ func callText(t *testing.T, c *client.Client, name string, args map[string]any) 
 		t.Fatalf("%s: %v", name, err)
 	}
 	return text(res)
+}
+
+// TestBadPolicyValueNamesItsLine: a fence or policy value the gate cannot
+// take is a config error with the file, the line and the key as written.
+func TestBadPolicyValueNamesItsLine(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"servers: {}\nfence:\n  outside_fence: maybe\n", `servers.yaml:3: fence.outside_fence: "maybe" is not ask or deny`},
+		{"fence:\n  allowed_dirs:\n    - /tmp\n    - relative/dir\n", `servers.yaml:4: fence.allowed_dirs[1]: "relative/dir" is not an absolute path`},
+		{"policy:\n  defaults:\n    write: perhaps\n", `servers.yaml:3: policy.defaults.write: "perhaps" is not allow, deny or ask`},
+		{"policy:\n  rules:\n    - {tool: \"a__*\", action: allow}\n    - {tool: \"b__*\", action: maybe}\n", `servers.yaml:4: policy.rules[1]: (b__*) action:`},
+	} {
+		cfg, err := registry.ParseConfig("servers.yaml", []byte(tc.yaml), os.LookupEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = newSettings(cfg, "")
+		if !errors.Is(err, registry.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%q: error %v; want ErrInvalidConfig with %q", tc.yaml, err, tc.want)
+		}
+	}
 }

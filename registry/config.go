@@ -365,6 +365,38 @@ func (c *Config) ServerFor(name string) (Server, bool) {
 	return Server{}, false
 }
 
+// SectionError is the error for a bad value in a section another package
+// decodes (DecodeSections): a ConfigError wrapping ErrInvalidConfig, with
+// the file and the line of the value at path. path holds mapping keys and
+// "[i]" for list items; the message names it the same way.
+func (c *Config) SectionError(path []string, err error) error {
+	var root yaml.Node
+	_ = yaml.Unmarshal(c.raw, &root)
+	n := &root
+	line := 0
+	for _, k := range path {
+		var i int
+		if _, serr := fmt.Sscanf(k, "[%d]", &i); serr == nil {
+			if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+				n = n.Content[0]
+			}
+			if n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+				break
+			}
+			n = n.Content[i]
+			line = n.Line
+			continue
+		}
+		l, next := nodeAt(n, k)
+		if next == nil {
+			break
+		}
+		line, n = l, next
+	}
+	where := strings.ReplaceAll(strings.Join(path, "."), ".[", "[")
+	return fmt.Errorf("%w: %w", ErrInvalidConfig, &ConfigError{File: configName(c.Path), Line: line, Msg: where + ": " + err.Error()})
+}
+
 // Server returns the named server entry.
 func (c *Config) Server(name string) (Server, bool) {
 	i := slices.IndexFunc(c.Servers, func(s Server) bool { return s.Name == name })
