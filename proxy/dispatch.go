@@ -71,7 +71,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 			}
 		}
 	} else {
-		call.Closest = st.ix.Closest(name, 3, index.KindMCP)
+		call.Closest = s.closest(ss, st, name, 3, index.KindMCP)
 	}
 	d, id := s.admit(ctx, ss, call)
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
@@ -217,7 +217,14 @@ func (x searcher) Search(ctx context.Context, q index.Query) (index.Result, erro
 func (x searcher) withheld(h index.Hit) bool { return x.s.withheld(x.ss, h.Entry.Name) }
 
 func (x searcher) Closest(text string, n int, kinds ...index.Kind) []string {
-	return slices.DeleteFunc(x.st.ix.Closest(text, n, kinds...), func(name string) bool { return x.s.withheld(x.ss, name) })
+	return x.s.closest(x.ss, x.st, text, n, kinds...)
+}
+
+// closest are the n names nearest text that the session may be offered:
+// a withheld tool is not suggested, and does not take a suggestion's place.
+func (s *Server) closest(ss *session, st *snapshot, text string, n int, kinds ...index.Kind) []string {
+	out := slices.DeleteFunc(st.ix.Closest(text, 4*n, kinds...), func(name string) bool { return s.withheld(ss, name) })
+	return out[:min(n, len(out))]
 }
 
 // binder binds only what may be bound: tools in the catalog, neither

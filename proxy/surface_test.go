@@ -441,3 +441,22 @@ func TestToolLeftOutIsUnknown(t *testing.T) {
 	}
 	wantCode(t, c.call("call_tool", map[string]any{"name": "ex__bad_headers", "arguments": map[string]any{}}), "deny.unknown_tool")
 }
+
+// TestClosestNamesLeaveWithheldOut: the closest names a refusal suggests
+// never include a tool the session cannot have, and there are still three.
+func TestClosestNamesLeaveWithheldOut(t *testing.T) {
+	r := newRig(t, rigConfig, rigTools()...)
+	c := r.connect("a")
+	c.prompt("review", map[string]string{"topic": "notes"}) // allow: ex__notes_* only
+	res := c.call("call_tool", map[string]any{"name": "ex__web_fetc", "arguments": map[string]any{}})
+	got := res.text()
+	_, list, ok := strings.Cut(got, "Closest names: ")
+	if !ok {
+		t.Fatalf("no closest names in %q", got)
+	}
+	list, _, _ = strings.Cut(list, ".")
+	names := strings.Split(list, ", ")
+	if len(names) != 3 || slices.Contains(names, "ex__web_fetch") {
+		t.Fatalf("closest names %q; want three, none withheld in this turn", names)
+	}
+}
