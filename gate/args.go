@@ -137,24 +137,23 @@ func canonical(v any) (json.RawMessage, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// Digest returns the hex SHA-256 of the canonical form of a JSON object of
-// arguments. The ledger stores digests, never raw arguments, which may
-// carry secrets.
-func Digest(args json.RawMessage) (string, error) {
-	obj, _, err := parseArgs(args)
-	if err != nil {
-		return "", fmt.Errorf("digest: %w", err)
+// digestOf is the digest of canonical arguments and, when they hold paths,
+// of where each path resolved: a permit binds to both, so a link moved
+// after the user approved a call makes it a new call, asked again.
+func digestOf(canon []byte, paths ...[]pathArg) string {
+	h := sha256.New()
+	h.Write(canon)
+	for _, ps := range paths {
+		for _, pa := range ps {
+			h.Write([]byte{0})
+			h.Write([]byte(pa.arg))
+			for _, r := range pa.readings {
+				h.Write([]byte{1})
+				h.Write([]byte(r))
+			}
+		}
 	}
-	c, err := canonical(obj)
-	if err != nil {
-		return "", err
-	}
-	return digestOf(c), nil
-}
-
-func digestOf(canon []byte) string {
-	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // normalizeValue turns a Go value (from YAML config or a pin) into the

@@ -147,3 +147,82 @@ func TestLinkSwappedAfterApproval(t *testing.T) {
 		t.Fatalf("after the swap the call is still allowed: %s", d.Reason)
 	}
 }
+
+// relink points the symlink at link to target, replacing what is there.
+func relink(t *testing.T, link, target string) {
+	t.Helper()
+	if err := os.RemoveAll(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPermitDoesNotSurviveALinkSwap: the user approves reading a link
+// that points at a harmless file outside the fence; the link is then
+// pointed at a secret. The retry is a new call, asked again; the same
+// link, unmoved, is what the permit allows.
+func TestPermitDoesNotSurviveALinkSwap(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	l := openTestLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	g := f.gate(t, Policy{}, WithLedger(l))
+	harmless, secret := filepath.Join(f.outside, "harmless.txt"), filepath.Join(f.outside, "id_rsa")
+	link := filepath.Join(f.root, "notes.txt")
+	relink(t, link, harmless)
+	c := call(readTool, `{"path":`+js(link)+`}`)
+	d := g.Evaluate(ctx, c)
+	check(t, d, want{Ask, CodeAskReadOutside, nil})
+	a, err := l.RequestApproval(ctx, c.Session, c.Name, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ResolveApproval(ctx, a.ID, Resolution{Approve: true, Lifetime: Once}); err != nil {
+		t.Fatal(err)
+	}
+	relink(t, link, secret)
+	if d := g.Evaluate(ctx, c); d.Verdict == Allow {
+		t.Fatalf("ESCAPE: the permit for %s allowed the link moved to %s (%s)", harmless, secret, d.Code)
+	}
+	relink(t, link, harmless)
+	check(t, g.Evaluate(ctx, c), want{Allow, CodeAllowPermit, nil})
+}
+
+// TestRootTurnedIntoALink: a folder that is a root (nested in another, as
+// the state dir is in the home folder, or a session's MCP root) is
+// replaced by a link to the outside; paths through it are outside.
+func TestRootTurnedIntoALink(t *testing.T) {
+	ctx := context.Background()
+	for _, session := range []bool{false, true} {
+		f := newFixture(t)
+		inner := filepath.Join(f.root, "sub", "state")
+		if err := os.Mkdir(inner, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := Policy{}
+		if !session {
+			p.AllowedDirs = []string{inner}
+		}
+		g := f.gate(t, p)
+		c := call(readTool, `{"path":`+js(filepath.Join(inner, "secret.txt"))+`}`)
+		if session {
+			// A session root outside the configured ones.
+			outer := filepath.Join(filepath.Dir(f.root), "session-root")
+			if err := os.Mkdir(outer, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			inner = outer
+			c = call(readTool, `{"path":`+js(filepath.Join(outer, "secret.txt"))+`}`)
+			c.Roots = []string{"file://" + outer}
+		}
+		check(t, g.Evaluate(ctx, c), want{Allow, CodeAllow, nil})
+		if err := os.WriteFile(filepath.Join(f.outside, "secret.txt"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		relink(t, inner, f.outside)
+		if d := g.Evaluate(ctx, c); d.Verdict == Allow {
+			t.Fatalf("session root %v: ESCAPE through a root turned into a link: %s %s", session, d.Code, d.Reason)
+		}
+	}
+}

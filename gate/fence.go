@@ -84,27 +84,15 @@ func (r *resolver) resolveRoot(abs string) (string, error) {
 // not exist are appended as written, since nothing under them can be a
 // link. A dangling link is followed to where it points, because writing
 // through it creates the target.
-func physical(abs string) (string, error) { return physicalFrom(abs, nil) }
-
-// physicalFrom is physical with known symlink-free roots: a path that
-// starts with one (as written, so no dot segment hides in the prefix)
-// resumes from it instead of inspecting every directory above it again.
-// The roots were resolved when the gate was built or the call arrived, and
-// a tool confined to them cannot turn their ancestors into links.
-func physicalFrom(abs string, roots []string) (string, error) {
+//
+// Every component is resolved from the file system root, every time: a
+// folder inside a root, even a root itself, can become a link after quiver
+// first saw it, so no prefix is trusted.
+func physical(abs string) (string, error) {
 	if len(abs) > maxPathLen {
 		return "", bad("the path is longer than %d bytes", maxPathLen)
 	}
 	cur := string(filepath.Separator)
-	best := ""
-	for _, r := range roots {
-		if len(r) > len(best) && r != cur && strings.HasPrefix(abs, r) && (len(abs) == len(r) || abs[len(r)] == filepath.Separator) {
-			best = r
-		}
-	}
-	if best != "" {
-		cur, abs = best, abs[len(best):]
-	}
 	comps := splitPath(abs)
 	links := 0
 	for i := 0; i < len(comps); i++ {
@@ -129,6 +117,11 @@ func physicalFrom(abs string, roots []string) (string, error) {
 			// Permission denied and the like: quiver cannot see whether a
 			// link hides here, so it will not vouch for the path.
 			return "", bad("cannot inspect %s: %v", next, errors.Unwrap(err))
+		}
+		if procfs(next) {
+			// /proc/self/cwd, /proc/<pid>/root, /dev/fd/N: links that mean
+			// one thing in quiver and another in the server that opens them.
+			return "", bad("%s is under /proc, whose links point into whichever process opens them", next)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			cur = next
@@ -193,7 +186,7 @@ func isBidi(r rune) bool {
 // readings returns every plausible reading of a path argument as an
 // absolute path, or an error when the string cannot be resolved safely.
 // primary is the reading a well-behaved server would take.
-func (r *resolver) readings(s, base string, roots []string) (primary string, all []string, err error) {
+func (r *resolver) readings(s, base string) (primary string, all []string, err error) {
 	if len(s) > maxPathLen {
 		return "", nil, bad("the path is longer than %d bytes", maxPathLen)
 	}
@@ -273,7 +266,7 @@ func (r *resolver) readings(s, base string, roots []string) (primary string, all
 			// Physical resolution applies ".." after symlinks (the kernel);
 			// resolving the lexically cleaned path applies it before (Node's
 			// path.resolve, Python's abspath). Both must be inside.
-			p1, err := physicalFrom(a, roots)
+			p1, err := physical(a)
 			if err != nil {
 				return "", nil, err
 			}
@@ -282,7 +275,7 @@ func (r *resolver) readings(s, base string, roots []string) (primary string, all
 			}
 			add(p1)
 			if c := filepath.Clean(a); c != a {
-				p2, err := physicalFrom(c, roots)
+				p2, err := physical(c)
 				if err != nil {
 					return "", nil, err
 				}
@@ -503,4 +496,10 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 			walkPaths(top, k, x[k], isPathKey(k), depth+1, out)
 		}
 	}
+}
+
+// procfs reports whether p is inside /proc, where what a path names
+// depends on the process that resolves it.
+func procfs(p string) bool {
+	return p == "/proc" || strings.HasPrefix(p, "/proc/")
 }

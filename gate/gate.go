@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -177,8 +178,9 @@ type Decision struct {
 	Resolved []ResolvedPath
 	// Needs lists everything an ask waits for; an approval must cover all.
 	Needs []Need
-	// Digest is the SHA-256 of Args (hex): what permits bind to and the
-	// ledger records instead of raw arguments.
+	// Digest is the SHA-256 of Args and of where their paths resolved
+	// (hex): what permits bind to and the ledger records instead of raw
+	// arguments.
 	Digest string
 	// Justification is the model's reason for an execution-class call.
 	Justification string
@@ -195,6 +197,9 @@ type Gate struct {
 	schemas *schemaCache
 	budget  budget
 	ledger  *Ledger
+	// roots holds each session root as first resolved (string -> string):
+	// a root folder turned into a link to / later must not widen the fence.
+	roots sync.Map
 }
 
 // An Option adjusts a Gate at construction.
@@ -338,7 +343,7 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 	}
 	var paths []pathArg
 	for _, rp := range collectPaths(args, shadows, t.PathArgs) {
-		primary, readings, err := g.res.readings(rp.s, t.Dir, roots)
+		primary, readings, err := g.res.readings(rp.s, t.Dir)
 		if err != nil {
 			dd := deny(CodeBadPath, fmt.Sprintf("The argument %q holds a path quiver will not resolve: %v. Pass a plain absolute path.", rp.arg, err))
 			dd.Class = class
@@ -353,7 +358,7 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 		paths = append(paths, pa)
 	}
 
-	out := Decision{Class: class, Args: canon, Digest: digestOf(canon), Justification: justification}
+	out := Decision{Class: class, Args: canon, Digest: digestOf(canon, paths), Justification: justification}
 	for _, pa := range paths {
 		out.Resolved = append(out.Resolved, ResolvedPath{Arg: pa.arg, Raw: pa.raw, Path: pa.primary})
 	}
@@ -449,8 +454,13 @@ func (g *Gate) sessionRoots(in []string) []string {
 		if !filepath.IsAbs(p) {
 			continue
 		}
+		if res, ok := g.roots.Load(p); ok {
+			out = append(out, res.(string))
+			continue
+		}
 		if res, err := g.res.resolveRoot(p); err == nil {
-			out = append(out, res)
+			res, _ := g.roots.LoadOrStore(p, res)
+			out = append(out, res.(string))
 		}
 	}
 	return out
