@@ -20,6 +20,12 @@ import (
 const childEnv = "QUIVER_PROXY_TEST_EXAMPLE"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "leaky" {
+		if err := serveLeaky(); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) == "1" {
 		err := exampleserver.Serve(context.Background(), exampleserver.Options{
 			NotesFile: filepath.Join(os.TempDir(), fmt.Sprintf("quiver-proxy-test-%d.json", os.Getpid())), TestTools: true,

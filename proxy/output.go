@@ -21,12 +21,10 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 		case mcp.TextContent:
 			c.Text = redact(c.Text)
 			res.Content[i] = c
-		case mcp.EmbeddedResource:
-			if t, ok := c.Resource.(mcp.TextResourceContents); ok {
-				t.Text = redact(t.Text)
-				c.Resource = t
-				res.Content[i] = c
-			}
+		default:
+			// Links, embedded resources, images: every string in them
+			// (a uri, a name, a resource's text) is checked.
+			res.Content[i] = redactContent(c, redact)
 		}
 	}
 	if res.StructuredContent != nil {
@@ -138,6 +136,48 @@ func size(res *mcp.CallToolResult) int {
 
 // redactValue redacts every string (and object key) in a decoded JSON
 // value, reporting whether anything changed.
+// redactJSON hides secrets in every string of v, whatever its shape, by
+// way of its JSON form; parse turns the redacted form back into v's type.
+// When that fails the value is not shown at all: ok is false.
+func redactJSON[T any](v T, redact func(string) string, parse func(json.RawMessage) (T, error)) (out T, ok bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return out, false
+	}
+	var x any
+	if json.Unmarshal(b, &x) != nil {
+		return out, false
+	}
+	r, changed := redactValue(x, redact)
+	if !changed {
+		return v, true
+	}
+	rb, err := json.Marshal(r)
+	if err != nil {
+		return out, false
+	}
+	if out, err = parse(rb); err != nil {
+		return out, false
+	}
+	return out, true
+}
+
+// redactContent is one content item with its secrets hidden, or a notice
+// in its place when it cannot be checked.
+func redactContent(c mcp.Content, redact func(string) string) mcp.Content {
+	out, ok := redactJSON(c, redact, func(b json.RawMessage) (mcp.Content, error) {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		return mcp.ParseContent(m)
+	})
+	if !ok {
+		return mcp.NewTextContent("[quiver: a content item was left out: it could not be checked for secrets]")
+	}
+	return out
+}
+
 func redactValue(v any, redact func(string) string) (any, bool) {
 	switch x := v.(type) {
 	case string:

@@ -8,6 +8,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/registry"
 )
 
 // Downstream prompts are listed as "<prefix>__<name>" (bare for a server
@@ -112,7 +114,14 @@ func (m *mirror) promptHandler(ref promptRef) server.PromptHandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("prompt %q of server %s: %w", ref.name, ref.server, err)
 		}
-		return res, nil
+		secrets := m.s.cfg().Secrets
+		out, ok := redactJSON(res, func(s string) string { return registry.Redact(s, secrets) }, func(b json.RawMessage) (*mcp.GetPromptResult, error) {
+			return mcp.ParseGetPromptResult(&b)
+		})
+		if !ok {
+			return nil, fmt.Errorf("prompt %q of server %s could not be checked for secrets, so it is not shown", ref.name, ref.server)
+		}
+		return out, nil
 	}
 }
 

@@ -341,7 +341,9 @@ func (r *relay) relayLog(srv string, n mcp.JSONRPCNotification) {
 			logger = srv + "/" + logger
 		}
 	}
-	msg := mcp.NewLoggingMessageNotification(level, logger, n.Params.AdditionalFields["data"])
+	redact := func(s string) string { return registry.Redact(s, r.s.cfg().Secrets) }
+	data, _ := redactValue(n.Params.AdditionalFields["data"], redact)
+	msg := mcp.NewLoggingMessageNotification(level, redact(logger), data)
 	r.mu.Lock()
 	targets := slices.Collect(maps.Keys(r.levels))
 	r.mu.Unlock()

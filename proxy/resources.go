@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/quiver-mcp/quiver/registry"
 )
 
 // Resource URIs pass through unchanged when they cannot be confused: a URI
@@ -190,7 +192,26 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 		}
 		contents = append(contents, c)
 	}
-	return contents, nil
+	secrets := m.s.cfg().Secrets
+	redacted, ok := redactJSON(contents, func(s string) string { return registry.Redact(s, secrets) }, func(b json.RawMessage) ([]mcp.ResourceContents, error) {
+		var items []map[string]any
+		if err := json.Unmarshal(b, &items); err != nil {
+			return nil, err
+		}
+		out := make([]mcp.ResourceContents, 0, len(items))
+		for _, it := range items {
+			rc, err := mcp.ParseResourceContents(it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rc)
+		}
+		return out, nil
+	})
+	if !ok {
+		return nil, fmt.Errorf("read %q from server %s: the contents could not be checked for secrets, so they are not shown", orig, srv)
+	}
+	return redacted, nil
 }
 
 // listResources and listTemplates are mcp-go's after-list hooks: they add
