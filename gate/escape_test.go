@@ -226,3 +226,43 @@ func TestRootTurnedIntoALink(t *testing.T) {
 		}
 	}
 }
+
+// TestPathArgumentNames: which argument names the fence reads as paths.
+// A name missed is an escape; a name wrongly taken only asks.
+func TestPathArgumentNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"path": true, "output_path": true, "outputPath": true, "work-dir": true, "file_name": true,
+		"dirName": true, "pathname": true, "inputfile": true, "outputdir": true, "basepath": true,
+		"FILE": true, "targetFolder": true, "source": true, "HTMLFilePath": true,
+		"profile": false, "xpath": false, "file_id": false, "content": false, "name": false,
+		"fileSize": false, "query": false, "url": false,
+	} {
+		if got := isPathKey(name); got != want {
+			t.Errorf("isPathKey(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestNestedAndPaddedPaths: a path inside a path argument's object, or
+// with spaces a server may trim, is fenced like any other.
+func TestNestedAndPaddedPaths(t *testing.T) {
+	f := newFixture(t)
+	g := f.gate(t, Policy{})
+	ctx := context.Background()
+	open := &Tool{Name: "fs__any", Class: ClassRead, Schema: json.RawMessage(`{"type":"object"}`), Dir: f.root}
+	secret := filepath.Join(f.outside, "secret.txt")
+	for _, args := range []string{
+		`{"files":[{"name":` + js(secret) + `,"content":"x"}]}`,
+		`{"path":{"value":` + js(secret) + `}}`,
+		`{"file_name":` + js(secret) + `}`,
+		`{"inputfile":` + js(secret) + `}`,
+		`{"path":` + js(" "+secret) + `}`,
+	} {
+		if d := g.Evaluate(ctx, call(open, args)); d.Verdict == Allow {
+			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)
+		}
+	}
+	// What is not a path stays out of the fence.
+	d := g.Evaluate(ctx, call(open, `{"files":[{"name":"notes.txt","content":"/etc/passwd is mentioned here"}],"profile":"/x"}`))
+	check(t, d, want{Allow, CodeAllow, nil})
+}

@@ -293,6 +293,10 @@ type variant struct {
 
 func variants(s string) []variant {
 	var out []variant
+	if t := strings.TrimSpace(s); t != s && t != "" {
+		// Servers that trim their arguments.
+		out = append(out, variant{s: t})
+	}
 	if strings.ContainsRune(s, '\\') {
 		// Windows-minded servers (and some Node code) treat "\" as a
 		// separator.
@@ -416,32 +420,78 @@ type pathArg struct {
 	outside  []string // readings outside every root
 }
 
-// pathKeyWords are argument names that carry paths, alone or as a suffix
-// (output_path, outputPath, work-dir).
+// pathKeyWords are argument names that carry paths, alone or as the last
+// word of a longer name (output_path, outputPath, work-dir, file_name).
 var pathKeyWords = []string{
-	"path", "paths", "file", "files", "filename", "filenames", "filepath",
+	"path", "paths", "pathname", "pathnames", "file", "files", "filename", "filenames", "filepath",
 	"dir", "dirs", "directory", "directories", "folder", "folders",
 	"cwd", "root", "roots", "source", "sources", "destination", "destinations",
 	"target", "targets", "src", "dst", "dest", "workdir",
 }
 
+// pathSuffixes end names written as one lowercase word (inputfile,
+// outputdir, basepath); notPathNames are such words that are not paths.
+var (
+	pathSuffixes = []string{"file", "files", "path", "paths", "dir", "dirs", "folder", "directory"}
+	notPathNames = []string{"profile", "profiles", "xpath", "jsonpath"}
+)
+
+// isPathKey reports whether an argument named name holds paths: its last
+// word is a path word (output_path, workDir), or its last word is "name"
+// after one (file_name, dirName), or it is one lowercase word ending in
+// one (inputfile).
 func isPathKey(name string) bool {
-	lower := strings.ToLower(name)
-	for _, w := range pathKeyWords {
-		if lower == w {
-			return true
-		}
-		if len(name) > len(w) && strings.HasSuffix(lower, w) {
-			sep := name[len(name)-len(w)-1]
-			first := rune(name[len(name)-len(w)])
-			// snake_case, kebab-case, or camelCase boundary.
-			if sep == '_' || sep == '-' || sep == '.' || (unicode.IsUpper(first) && !unicode.IsUpper(rune(sep))) {
+	words := nameWords(name)
+	if len(words) == 0 {
+		return false
+	}
+	last := words[len(words)-1]
+	if contains(pathKeyWords, last) {
+		return true
+	}
+	if (last == "name" || last == "names") && len(words) > 1 && contains(pathKeyWords, words[len(words)-2]) {
+		return true
+	}
+	if len(words) == 1 && !contains(notPathNames, last) {
+		for _, suf := range pathSuffixes {
+			if strings.HasSuffix(last, suf) {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// nameWords splits an argument name into lowercase words at _, -, . and
+// camelCase boundaries.
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	rs := []rune(name)
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	for i, r := range rs {
+		switch {
+		case r == '_' || r == '-' || r == '.' || r == ' ':
+			flush()
+			continue
+		case unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1]))):
+			flush()
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	return words
+}
+
+// inheritPath are keys inside a path argument's object that hold the path
+// itself ({"files": [{"name": ...}]}, {"path": {"value": ...}}); other
+// keys there (content, mode) do not.
+var inheritPath = []string{"name", "names", "value", "values", "location", "uri"}
 
 // collectPaths finds the path strings in the arguments: values of declared
 // or path-named keys (strings, arrays of them, at any depth) and any
@@ -493,7 +543,7 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			walkPaths(top, k, x[k], isPathKey(k), depth+1, out)
+			walkPaths(top, k, x[k], isPathKey(k) || (pathy && contains(inheritPath, strings.ToLower(k))), depth+1, out)
 		}
 	}
 }
