@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -427,4 +428,39 @@ func TestEvaluateNeverPanicsOnNilToolFields(t *testing.T) {
 	if d.Code == "" || d.Reason == "" {
 		t.Fatalf("empty decision %+v", d)
 	}
+}
+
+// TestSchemaValidationFailsClosed: a schema quiver cannot take whole (draft
+// 4 unannounced, a $ref to a URL it will not fetch) is still enforced as
+// far as it can be, and strict_args closes nested objects too.
+func TestSchemaValidationFailsClosed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	n := 0
+	tool := func(schema string) *Tool { // a name each: refusals count per tool
+		n++
+		return &Tool{Name: fmt.Sprintf("x__t%d", n), Class: ClassRead, Schema: json.RawMessage(schema)}
+	}
+	g := f.gate(t, Policy{})
+	for name, tc := range map[string]struct{ schema, args string }{
+		"draft4_unannounced": {`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"additionalProperties":false}`, `{"n":"notanint","zzz":1}`},
+		"ref_to_a_url":       {`{"type":"object","properties":{"n":{"$ref":"https://example.com/n.json"},"m":{"type":"integer"}},"additionalProperties":false}`, `{"m":"x","zzz":1}`},
+	} {
+		if d := g.Evaluate(ctx, call(tool(tc.schema), tc.args)); d.Code != CodeArgsInvalid {
+			t.Errorf("%s: %s %s (%s); want %s", name, d.Verdict, d.Code, d.Reason, CodeArgsInvalid)
+		}
+	}
+	strict := f.gate(t, Policy{StrictArgs: true})
+	for name, tc := range map[string]struct{ schema, args string }{
+		"nested":         {`{"type":"object","properties":{"opts":{"type":"object","properties":{"a":{"type":"integer"}}}}}`, `{"opts":{"a":1,"bogus":2}}`},
+		"open_by_choice": {`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, `{"a":1,"bogus":2}`},
+		"in_a_list":      {`{"type":"object","properties":{"xs":{"type":"array","items":{"type":"object","properties":{"a":{}}}}}}`, `{"xs":[{"a":1,"bogus":2}]}`},
+	} {
+		if d := strict.Evaluate(ctx, call(tool(tc.schema), tc.args)); d.Code != CodeArgsInvalid || !strings.Contains(d.Reason, "bogus") {
+			t.Errorf("strict %s: %s %s (%s); want %s naming bogus", name, d.Verdict, d.Code, d.Reason, CodeArgsInvalid)
+		}
+	}
+	// A map the schema types stays open.
+	m := tool(`{"type":"object","properties":{"env":{"type":"object","additionalProperties":{"type":"string"}}}}`)
+	check(t, strict.Evaluate(ctx, call(m, `{"env":{"ANY":"x"}}`)), want{Allow, CodeAllow, nil})
 }

@@ -100,48 +100,120 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 			doc = closeObject(obj)
 		}
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	// An empty scheme map loads nothing: a $ref to file:// or http(s)://
-	// fails to compile instead of reading the disk or the network.
-	// Meta-schemas are embedded in the library and still resolve.
-	c.UseLoader(jsonschema.SchemeURLLoader{})
+	// Validate what can be validated. A schema written for draft 4 without
+	// saying so ("exclusiveMinimum": true) is read as draft 4 when 2020-12
+	// rejects it, and a $ref quiver will not load (a file or a URL) is read
+	// as "anything" rather than dropping the whole schema: the rest of it,
+	// closed objects included, still holds.
 	loc := "mem://quiver/tools/" + url.PathEscape(name) + ".json"
-	if err := c.AddResource(loc, doc); err != nil {
-		cs.err = fmt.Errorf("schema of %q: %w", name, err)
-		return cs
+	var firstErr error
+	for _, try := range []struct {
+		draft *jsonschema.Draft
+		doc   any
+	}{
+		{jsonschema.Draft2020, doc},
+		{jsonschema.Draft4, doc},
+		{jsonschema.Draft2020, withoutExternalRefs(doc)},
+		{jsonschema.Draft4, withoutExternalRefs(doc)},
+	} {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(try.draft)
+		// An empty scheme map loads nothing: a $ref to file:// or http(s)://
+		// fails to compile instead of reading the disk or the network.
+		// Meta-schemas are embedded in the library and still resolve.
+		c.UseLoader(jsonschema.SchemeURLLoader{})
+		err := c.AddResource(loc, try.doc)
+		var sch *jsonschema.Schema
+		if err == nil {
+			sch, err = c.Compile(loc)
+		}
+		if err == nil {
+			cs.sch = sch
+			return cs
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
 	}
-	sch, err := c.Compile(loc)
-	if err != nil {
-		cs.err = fmt.Errorf("schema of %q: %w", name, err)
-		return cs
-	}
-	cs.sch = sch
+	cs.err = fmt.Errorf("schema of %q: %w", name, firstErr)
 	return cs
 }
 
-// closeObject makes a schema refuse unknown top-level arguments. For
-// 2019-09 and 2020-12 it adds unevaluatedProperties:false, which sees
+// withoutExternalRefs is doc with every $ref that leaves the document
+// (anything but "#...") dropped, so that the subschema holding it accepts
+// anything instead of failing to compile.
+func withoutExternalRefs(doc any) any {
+	switch x := doc.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			if ref, ok := v.(string); ok && k == "$ref" && !strings.HasPrefix(ref, "#") {
+				continue
+			}
+			out[k] = withoutExternalRefs(v)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = withoutExternalRefs(v)
+		}
+		return out
+	}
+	return doc
+}
+
+// closeObject makes a schema refuse unknown arguments, at the top and in
+// every object it describes with properties (strict_args: "everywhere").
+// For 2019-09 and 2020-12 it adds unevaluatedProperties:false, which sees
 // properties declared inside allOf/oneOf/$ref. Older drafts lack it, and
 // additionalProperties:false would wrongly refuse properties declared in
-// combinators, so there it is added only to a plain schema.
+// combinators, so there it is added only to a plain schema. An explicit
+// "additionalProperties": true gives way; a schema for the extra values
+// (a map) does not.
 func closeObject(obj map[string]any) map[string]any {
+	draft, _ := obj["$schema"].(string)
+	modern := draft == "" || strings.Contains(draft, "2019-09") || strings.Contains(draft, "2020-12") || strings.TrimRight(draft, "#") == "https://json-schema.org/schema"
+	return closeSchema(obj, modern, 0)
+}
+
+func closeSchema(obj map[string]any, modern bool, depth int) map[string]any {
 	out := make(map[string]any, len(obj)+1)
 	for k, v := range obj {
 		out[k] = v
 	}
-	draft, _ := obj["$schema"].(string)
-	modern := draft == "" || strings.Contains(draft, "2019-09") || strings.Contains(draft, "2020-12") || strings.TrimRight(draft, "#") == "https://json-schema.org/schema"
+	if depth < maxArgDepth {
+		if props, ok := obj["properties"].(map[string]any); ok {
+			closed := make(map[string]any, len(props))
+			for k, v := range props {
+				if sub, ok := v.(map[string]any); ok {
+					v = closeSchema(sub, modern, depth+1)
+				}
+				closed[k] = v
+			}
+			out["properties"] = closed
+		}
+		if items, ok := obj["items"].(map[string]any); ok {
+			out["items"] = closeSchema(items, modern, depth+1)
+		}
+	}
+	_, hasProps := obj["properties"]
+	if depth > 0 && !hasProps {
+		return out // not an object with known fields: nothing to close
+	}
+	if b, ok := obj["additionalProperties"].(bool); ok && b {
+		delete(out, "additionalProperties")
+	}
 	if modern {
-		if _, ok := obj["unevaluatedProperties"]; !ok {
-			if _, ok := obj["additionalProperties"]; !ok {
+		if _, ok := out["unevaluatedProperties"]; !ok {
+			if _, ok := out["additionalProperties"]; !ok {
 				out["unevaluatedProperties"] = false
 			}
 		}
 		return out
 	}
 	for _, k := range []string{"allOf", "anyOf", "oneOf", "$ref", "if", "dependencies", "patternProperties", "additionalProperties"} {
-		if _, ok := obj[k]; ok {
+		if _, ok := out[k]; ok {
 			return out
 		}
 	}
