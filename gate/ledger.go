@@ -893,7 +893,8 @@ func (l *Ledger) RequestApproval(ctx context.Context, session, tool string, d De
 	return l.Approval(ctx, id)
 }
 
-// CreateApproval files a pending approval and returns its number. Needs
+// CreateApproval files a pending approval and returns its number, or the
+// number of the same request filed before if it is pending or denied. Needs
 // default to the capability (and path) alone; request_capability files
 // approvals with no digest, which become grants rather than permits.
 func (l *Ledger) CreateApproval(ctx context.Context, a Approval) (int64, error) {
@@ -920,7 +921,10 @@ func (l *Ledger) CreateApproval(ctx context.Context, a Approval) (int64, error) 
 	}
 	var id int64
 	err = l.write(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT id FROM approvals WHERE state = 'pending' AND session = ? AND tool = ? AND digest = ? AND needs = ? AND justification = ? ORDER BY id DESC LIMIT 1`,
+		// The same request again gets the one filed before while it is
+		// pending, and the user's refusal once it is denied: a declined call
+		// retried is not a new question.
+		err := tx.QueryRowContext(ctx, `SELECT id FROM approvals WHERE state IN ('pending', 'denied') AND session = ? AND tool = ? AND digest = ? AND needs = ? AND justification = ? ORDER BY id DESC LIMIT 1`,
 			a.Session, a.Tool, a.Digest, string(needs), a.Justification).Scan(&id)
 		if err == nil {
 			return nil

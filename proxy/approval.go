@@ -108,6 +108,9 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 			s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
 		}
 	}
+	if pending.State == gate.Denied {
+		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID))
+	}
 	if !canElicit(ctx) {
 		if pending.ID == 0 {
 			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run.")
@@ -182,6 +185,9 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 		return builtin.Refusal("error.ledger", err.Error())
 	}
 	a.ID = id
+	if prev, err := s.ledger.Approval(ctx, id); err == nil && prev.State == gate.Denied {
+		return builtin.Refusal(codeApprovalDenied, fmt.Sprintf("The user declined this request (approval %d). Do not ask again; ask the user what to do instead.", id))
+	}
 	if !canElicit(ctx) {
 		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf(
 			"This host cannot show approval cards: ask the user to run `quiver approve %d --session` in a terminal; then go ahead.", id))

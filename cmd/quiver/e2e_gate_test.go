@@ -174,6 +174,34 @@ func TestApproveFromATerminal(t *testing.T) {
 	}
 }
 
+// TestDenyFromATerminal: after quiver deny N, the same call is told the
+// user declined it, not filed again as a new request.
+func TestDenyFromATerminal(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	h := startQuiver(t, notesConfig, hostOptions{args: []string{"--state-dir", state}})
+	h.waitTools("example__notes_delete")
+	args := map[string]any{"id": addNote(t, h, "old")}
+	res := h.call("example__notes_delete", args)
+	wantRefusal(t, res, "deny.approval_unavailable")
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	if n == nil {
+		t.Fatalf("the refusal must say which request it is: %s", textOf(res))
+	}
+	if out, err := exec.Command(quiverBin, "deny", n[1], "--state-dir", state).CombinedOutput(); err != nil {
+		t.Fatalf("quiver deny: %v\n%s", err, out)
+	}
+	res = h.call("example__notes_delete", args)
+	wantRefusal(t, res, "deny.approval_denied")
+	if !strings.Contains(textOf(res), "approval "+n[1]) {
+		t.Fatalf("the refusal must name the declined request %s: %s", n[1], textOf(res))
+	}
+	out, _ := exec.Command(quiverBin, "grants", "--pending", "--state-dir", state).CombinedOutput()
+	if strings.Contains(string(out), "example__notes_delete") {
+		t.Fatalf("the declined call was filed again:\n%s", out)
+	}
+}
+
 func TestCrashLeavesOutcomeUnknown(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "servers.yaml")
