@@ -238,3 +238,24 @@ func TestRequestCapabilityChecksBeforeAsking(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchAnswerStaysSmall: past the schema budget a bound tool gets its
+// parameters in one line, not its whole schema.
+func TestSearchAnswerStaysSmall(t *testing.T) {
+	long := strings.Repeat("a very long description of this parameter ", 100)
+	big := json.RawMessage(`{"type":"object","properties":{"parent":{"type":"object","description":"` + long + `"},"title":{"type":"string"},"tags":{"type":["array","null"]}},"required":["title","parent"]}`)
+	s := &fakeSearcher{res: index.Result{Hits: []index.Hit{
+		hit("notion__create_page", index.KindMCP, "Create a page."),
+		hit("notion__update_page", index.KindMCP, "Update a page."),
+	}}}
+	got := text(Search(context.Background(), s, &fakeBinder{}, schemas{"notion__create_page": big, "notion__update_page": big}, json.RawMessage(`{"query":"notion page"}`)))
+	if !strings.Contains(got, "notion__create_page: {") {
+		t.Errorf("the first bound tool's schema must be there in full:\n%.300s", got)
+	}
+	if !strings.Contains(got, "notion__update_page: parameters (parent*: object, title*: string, tags: array|null) (full schema left out for size)") {
+		t.Errorf("the second must be one line of parameters:\n%s", got[strings.LastIndex(got, "\n"):])
+	}
+	if len(got) > 2*maxAnswerSchemaBytes+len(big) {
+		t.Errorf("answer is %d bytes", len(got))
+	}
+}

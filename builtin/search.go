@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -160,11 +162,23 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if st.Schemas != nil && len(bound) > 0 {
 		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
 		all := map[string]json.RawMessage{}
+		used := 0
 		for _, name := range bound {
-			if sch, ok := st.Schemas.InputSchema(name); ok {
-				all[name] = compact(sch)
-				fmt.Fprintf(&text, "\n%s: %s", name, all[name])
+			sch, ok := st.Schemas.InputSchema(name)
+			if !ok {
+				continue
 			}
+			sch = compact(sch)
+			// Real schemas run to kilobytes; past the budget a tool gets
+			// its parameters' names and types, which is what a first call
+			// needs (a refusal names anything else).
+			if used+len(sch) > maxAnswerSchemaBytes && used > 0 {
+				fmt.Fprintf(&text, "\n%s: parameters %s (full schema left out for size)", name, signature(sch))
+				continue
+			}
+			used += len(sch)
+			all[name] = sch
+			fmt.Fprintf(&text, "\n%s: %s", name, sch)
 		}
 		structured["schemas"] = all
 	}
@@ -209,6 +223,54 @@ func firstSentence(s string, max int) string {
 		cut--
 	}
 	return strings.TrimRight(s[:cut], " ") + "…"
+}
+
+// maxAnswerSchemaBytes bounds the input schemas one search answer carries
+// in full; the first bound tool's always goes in.
+const maxAnswerSchemaBytes = 4 << 10
+
+// signature is a schema's top-level parameters in one line:
+// "(title*: string, limit: integer)", * marking the required ones.
+func signature(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return "()"
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ri, rj := slices.Contains(s.Required, names[i]), slices.Contains(s.Required, names[j])
+		if ri != rj {
+			return ri
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		p := n
+		if slices.Contains(s.Required, n) {
+			p += "*"
+		}
+		switch t := s.Properties[n].Type.(type) {
+		case string:
+			p += ": " + t
+		case []any:
+			var ts []string
+			for _, x := range t {
+				ts = append(ts, fmt.Sprint(x))
+			}
+			p += ": " + strings.Join(ts, "|")
+		}
+		parts = append(parts, p)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 func compact(raw json.RawMessage) json.RawMessage {
