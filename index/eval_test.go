@@ -44,9 +44,15 @@ import (
 // queries, so that a change that loses ranking quality fails the test.
 const (
 	recall5Floor      = 0.84
+	recall1Floor      = 0.59
 	mrr10Floor        = 0.68
 	freshRecall5Floor = 0.64
 )
+
+// styleRecall5Floors are one query under what each style reaches.
+var styleRecall5Floors = map[string]float64{
+	"named-service": 0.86, "intent": 0.70, "terse": 0.86, "long": 0.75, "typo": 0.87,
+}
 
 // searchFunc answers a query with ranked exposed names and a weak verdict.
 type searchFunc func(text string) (names []string, weak bool, err error)
@@ -253,6 +259,14 @@ func TestEval(t *testing.T) {
 	}
 	if mrr := q["all"].mrr / float64(q["all"].n); mrr < mrr10Floor {
 		t.Errorf("MRR@10 = %.3f, below the floor %.2f", mrr, mrr10Floor)
+	}
+	if r1 := q["all"].ratio(q["all"].r1); r1 < recall1Floor {
+		t.Errorf("Recall@1 = %.3f, below the floor %.2f", r1, recall1Floor)
+	}
+	for style, floor := range styleRecall5Floors {
+		if st := q[style]; st == nil || st.ratio(st.r5) < floor {
+			t.Errorf("%s: Recall@5 below the floor %.2f", style, floor)
+		}
 	}
 }
 
