@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -193,6 +194,7 @@ type Decision struct {
 // not usable; use New.
 type Gate struct {
 	p       compiledPolicy
+	written Policy // as given to New, for Effective
 	res     *resolver
 	schemas *schemaCache
 	budget  budget
@@ -241,7 +243,27 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	return &Gate{p: cp, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger}, nil
+	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger}, nil
+}
+
+// Effective is the policy the gate runs with, every default filled in: the
+// fence's roots as resolved (the state dir among them), what a path
+// outside gets, each class's verdict, the correction budget and the
+// approval wait. It is for showing (quiver config effective).
+func (g *Gate) Effective() Policy {
+	p := g.written
+	p.AllowedDirs = slices.Clone(g.p.roots)
+	p.StateDir = ""
+	p.OutsideFence = "ask"
+	if g.p.outsideDeny {
+		p.OutsideFence = "deny"
+	}
+	p.StrictArgs, p.CorrectionRounds, p.ApprovalTimeout = g.p.strict, g.p.rounds, g.p.approvalWait
+	p.Defaults = make(map[Class]string, len(g.p.defaults))
+	for c, v := range g.p.defaults {
+		p.Defaults[c] = v.String()
+	}
+	return p
 }
 
 // ApprovalTimeout is how long the proxy should wait for a person to

@@ -89,6 +89,9 @@ func (s *Server) current() *settings {
 // Config returns the configuration in force, toggles included.
 func (s *Server) Config() *registry.Config { return s.cfg() }
 
+// Policy is the policy in force, defaults filled in (gate.Effective).
+func (s *Server) Policy() gate.Policy { return s.gate().Effective() }
+
 // Reload puts cfg (a valid registry.Config, toggles attached) in force
 // without a restart: the gate is rebuilt from its fence and policy (a
 // policy that does not compile rejects the whole reload, and nothing

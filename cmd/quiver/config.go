@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -166,12 +167,37 @@ type effectiveConfig struct {
 	Surface     effectiveSurface  `json:"surface" yaml:"surface"`
 	SkillDirs   []string          `json:"skill_dirs,omitempty" yaml:"skill_dirs,omitempty"`
 	Servers     []effectiveServer `json:"servers" yaml:"servers"`
-	Fence       any               `json:"fence,omitempty" yaml:"fence,omitempty"`
-	Policy      any               `json:"policy,omitempty" yaml:"policy,omitempty"`
+	Fence       effectiveFence    `json:"fence" yaml:"fence"`
+	Policy      effectivePolicy   `json:"policy" yaml:"policy"`
+	Slash       []effectiveSlash  `json:"slash,omitempty" yaml:"slash,omitempty"`
+	SlashGated  []string          `json:"slash_gated,omitempty" yaml:"slash_gated,omitempty"`
 	Active      []effectiveTool   `json:"active" yaml:"active"`
 	Withheld    []effectiveTool   `json:"withheld" yaml:"withheld"`
 	Problems    []string          `json:"problems,omitempty" yaml:"problems,omitempty"`
 	ToggleRules []string          `json:"toggle_rules,omitempty" yaml:"toggle_rules,omitempty"`
+}
+
+type effectiveFence struct {
+	AllowedDirs  []string `json:"allowed_dirs" yaml:"allowed_dirs"`
+	OutsideFence string   `json:"outside_fence" yaml:"outside_fence"`
+}
+
+type effectivePolicy struct {
+	StrictArgs       bool                  `json:"strict_args" yaml:"strict_args"`
+	CorrectionRounds int                   `json:"correction_rounds" yaml:"correction_rounds"`
+	ApprovalTimeout  string                `json:"approval_timeout" yaml:"approval_timeout"`
+	Defaults         map[gate.Class]string `json:"defaults" yaml:"defaults"`
+	Classes          map[string]gate.Class `json:"classes,omitempty" yaml:"classes,omitempty"`
+	Rules            []gate.Rule           `json:"rules,omitempty" yaml:"rules,omitempty"`
+}
+
+type effectiveSlash struct {
+	Name     string   `json:"name" yaml:"name"`
+	Tools    []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+	Activity string   `json:"activity,omitempty" yaml:"activity,omitempty"`
+	ReadOnly bool     `json:"read_only,omitempty" yaml:"read_only,omitempty"`
+	Allow    []string `json:"allow,omitempty" yaml:"allow,omitempty"`
+	Gated    bool     `json:"gated,omitempty" yaml:"gated,omitempty"`
 }
 
 type effectiveSurface struct {
@@ -241,14 +267,15 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 			out.LastReload = describeRunning(st)
 		}
 	}
-	var sec struct {
-		Fence  any                  `yaml:"fence"`
-		Policy any                  `yaml:"policy"`
-		Rest   map[string]yaml.Node `yaml:",inline"`
+	// The fence and policy in force, defaults filled in.
+	pol := p.Policy()
+	out.Fence = effectiveFence{AllowedDirs: pol.AllowedDirs, OutsideFence: pol.OutsideFence}
+	out.Policy = effectivePolicy{StrictArgs: pol.StrictArgs, CorrectionRounds: pol.CorrectionRounds,
+		ApprovalTimeout: pol.ApprovalTimeout.String(), Defaults: pol.Defaults, Classes: pol.Classes, Rules: pol.Rules}
+	for _, sl := range cfg.Slash {
+		out.Slash = append(out.Slash, effectiveSlash{Name: sl.Name, Tools: sl.Tools, Activity: sl.Activity, ReadOnly: sl.ReadOnly, Allow: sl.Allow, Gated: sl.Gated})
 	}
-	if err := cfg.DecodeSections(&sec); err == nil {
-		out.Fence, out.Policy = sec.Fence, sec.Policy
-	}
+	out.SlashGated = cfg.SlashGated
 	if cfg.Toggles != nil {
 		for _, r := range cfg.Toggles.Rules {
 			list := "disabled"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,5 +195,49 @@ func TestToolsSwitchSaysWhenItCannotApply(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); !strings.Contains(string(b), "# mine") || !strings.Contains(string(b), "example__echo") {
 		t.Errorf("the symlink's target reads:\n%s", b)
+	}
+}
+
+// TestConfigEffective: the merged configuration, as JSON: references and
+// never values for ${VAR}, defaults filled in for the fence and the
+// policy, each server's state, and every withheld tool with why.
+func TestConfigEffective(t *testing.T) {
+	lc := newLiveConfig(t, exampleConfig("auto", "    env: {NOTES_TOKEN: \"${QUIVER_TEST_SECRET}\"}\n")+"fence:\n  allowed_dirs: [/tmp]\n")
+	lc.write(lc.tgl, "disabled: [example__notes_delete]\n")
+	cmd := exec.Command(quiverBin, "config", "effective", "--json", "--config", lc.path, "--state-dir", lc.state)
+	cmd.Env = append(os.Environ(), "QUIVER_TEST_SECRET=hunter2-hunter2")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("config effective: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "hunter2") {
+		t.Fatalf("a secret's value is shown:\n%s", out)
+	}
+	var got struct {
+		Servers []struct {
+			Name  string            `json:"name"`
+			State string            `json:"state"`
+			Env   map[string]string `json:"env"`
+		} `json:"servers"`
+		Fence struct {
+			AllowedDirs  []string `json:"allowed_dirs"`
+			OutsideFence string   `json:"outside_fence"`
+		} `json:"fence"`
+		Policy struct {
+			Defaults map[string]string `json:"defaults"`
+		} `json:"policy"`
+		Withheld []struct{ Name, Why string } `json:"withheld"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(got.Servers) != 1 || got.Servers[0].State != "up" || got.Servers[0].Env["NOTES_TOKEN"] != "${QUIVER_TEST_SECRET}" {
+		t.Errorf("servers: %+v", got.Servers)
+	}
+	if got.Fence.OutsideFence != "ask" || !slices.Contains(got.Fence.AllowedDirs, "/tmp") || got.Policy.Defaults["destructive"] != "ask" || got.Policy.Defaults["read"] != "allow" {
+		t.Errorf("fence %+v, policy defaults %v: want the defaults filled in", got.Fence, got.Policy.Defaults)
+	}
+	if len(got.Withheld) != 1 || got.Withheld[0].Name != "example__notes_delete" || !strings.Contains(got.Withheld[0].Why, "tools.yaml:1") {
+		t.Errorf("withheld: %+v", got.Withheld)
 	}
 }
