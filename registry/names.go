@@ -33,7 +33,22 @@ func ExposedName(prefix, tool string, max int) string {
 	}
 	sum := sha256.Sum256([]byte(full))
 	suffix := "_" + hex.EncodeToString(sum[:4])
-	return strings.TrimRight(clean[:max-len(suffix)], "_-") + suffix
+	stem := clean[:max-len(suffix)]
+	if prefix != "" {
+		// Keep some of the tool's own name: a long prefix takes at most
+		// half of the stem, so github_enterprise_cloud_eu__create_issue
+		// does not shorten to the prefix alone.
+		p, t := sanitize(prefix), sanitize(tool)
+		budget := max - len(suffix) - len("__")
+		if budget >= 16 && len(p) > budget/2 && len(p)+len(t) > budget {
+			keep := budget / 2
+			if budget-len(t) > keep {
+				keep = budget - len(t)
+			}
+			stem = strings.TrimRight(p[:keep], "_-") + "__" + t[:min(len(t), budget-keep)]
+		}
+	}
+	return strings.TrimRight(stem, "_-") + suffix
 }
 
 // minNameLen is the least max_name_len: a 7-character stem, '_' and the

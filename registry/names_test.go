@@ -29,6 +29,9 @@ func TestExposedName(t *testing.T) {
 		{"empty_prefix_still_sanitized", "", "read.file", 64, "read_file"},
 		{"exactly_max_is_kept", "abc", "defghijklmn", 16, "abc__defghijklmn"},
 		{"zero_max_means_default", "github", "create_issue", 0, "github__create_issue"},
+		// A long prefix keeps half of the stem at most: the tool's name shows.
+		{"long_prefix_leaves_room_for_the_tool", "averyveryverylongservername", "create_issue", 32,
+			"averyveryv__create_issu_" + hashOf("averyveryverylongservername__create_issue")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ExposedName(tc.prefix, tc.tool, tc.max); got != tc.want {
