@@ -375,9 +375,17 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	log := c.reg.log.With("server", s.Name)
 	switch s.Transport {
 	case TransportHTTP:
-		return transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log))
+		t, err := transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log))
+		if err != nil {
+			return nil, err
+		}
+		return cancellingHTTP{t}, nil
 	case TransportSSE:
-		return transport.NewSSE(s.URL, transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log))
+		t, err := transport.NewSSE(s.URL, transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log))
+		if err != nil {
+			return nil, err
+		}
+		return cancellingSSE{t}, nil
 	}
 	command := s.Command
 	if command == "quiver" && c.reg.opts.Executable != "" {

@@ -1,11 +1,17 @@
 package registry
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -87,6 +93,69 @@ func TestRemoteServers(t *testing.T) {
 			if strings.Contains(h.logs.String(), "remote-token-123") {
 				t.Errorf("the header's secret reached the log:\n%s", h.logs)
 			}
+		})
+	}
+}
+
+// bodyLog remembers the JSON-RPC methods POSTed to a server.
+type bodyLog struct {
+	mu      sync.Mutex
+	methods []string
+}
+
+func (l *bodyLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			var m struct {
+				Method string `json:"method"`
+			}
+			_ = json.Unmarshal(b, &m)
+			l.mu.Lock()
+			l.methods = append(l.methods, m.Method)
+			l.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (l *bodyLog) has(method string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.methods, method)
+}
+
+// TestRemoteCallCancelledIsToldToTheServer: a call to a remote server
+// whose caller gives up ends with a notifications/cancelled to the server,
+// which must not read a dropped HTTP exchange as one.
+func TestRemoteCallCancelledIsToldToTheServer(t *testing.T) {
+	for _, tr := range []string{TransportHTTP, TransportSSE} {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			bodies := &bodyLog{}
+			srv := exampleserver.New(exampleserver.Options{TestTools: true})
+			var url string
+			if tr == TransportSSE {
+				ts := httptest.NewUnstartedServer(nil)
+				base := "http://" + ts.Listener.Addr().String()
+				ts.Config.Handler = bodies.wrap(server.NewSSEServer(srv, server.WithBaseURL(base)))
+				ts.Start()
+				t.Cleanup(ts.Close)
+				url = base + "/sse"
+			} else {
+				ts := httptest.NewServer(bodies.wrap(server.NewStreamableHTTPServer(srv)))
+				t.Cleanup(ts.Close)
+				url = ts.URL + "/mcp"
+			}
+			h := startRegistry(t, "servers:\n  remote:\n    url: ${URL}\n    transport: "+tr+"\n", map[string]string{"URL": url}, Options{})
+			h.ready()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			if _, err := h.reg.Call(ctx, "remote__sleep", []byte(`{"ms":30000}`), nil); err == nil {
+				t.Fatal("a 30 s sleep returned within 300 ms")
+			}
+			eventually(t, 5*time.Second, "notifications/cancelled at the server", func() bool { return bodies.has("notifications/cancelled") })
 		})
 	}
 }
