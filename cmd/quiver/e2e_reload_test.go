@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -57,6 +59,27 @@ servers:
     args: [example-server, --test-tools]
 `
 
+// waitTaken waits until the running quiver has dealt with the
+// servers.yaml now on disk: put it in force, or rejected it. A check that
+// nothing changed means something only after that.
+func (c *liveConfig) waitTaken(rejected bool) {
+	c.t.Helper()
+	b, err := os.ReadFile(c.path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	want := hex.EncodeToString(sum[:])
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, ok := runningStatus(c.state, c.path); ok && ((!rejected && st.ServersHash == want) || (rejected && st.LastError != "")) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("the running quiver did not take %s (rejected: %v) within 10 s", c.path, rejected)
+}
+
 func TestReloadAddRemoveServerLive(t *testing.T) {
 	lc := newLiveConfig(t, directTwo)
 	h := startQuiver(t, "", hostOptions{args: lc.args()})
@@ -77,11 +100,13 @@ func TestReloadAddRemoveServerLive(t *testing.T) {
 
 	// A change that leaves every list as it is: no list_changed at all.
 	lc.write(lc.path, directTwo+"  second:\n    command: quiver\n    args: [example-server, --test-tools]\n    keywords: [again]\n")
+	lc.waitTaken(false)
 	h.noChange()
 
 	// An invalid file: rejected whole, nothing changes, and doctor says
 	// the running quiver keeps its last good configuration.
 	lc.write(lc.path, directTwo+"  second:\n    comand: quiver\n")
+	lc.waitTaken(true)
 	h.noChange()
 	out, _ := exec.Command(quiverBin, "doctor", "--config", lc.path, "--state-dir", lc.state).CombinedOutput()
 	if !strings.Contains(string(out), `servers.yaml:9: unknown key "comand"`) || !strings.Contains(string(out), "keeps its last good configuration") {
