@@ -40,19 +40,20 @@ func (l *headerLog) all() []string {
 }
 
 // remoteExample serves the example server (in process) over streamable
-// HTTP at /mcp, or over SSE at /sse, and returns the endpoint URL.
-func remoteExample(t *testing.T, transport string, headers *headerLog) string {
+// HTTP at /mcp, or over SSE at /sse, behind wrap, and returns the endpoint
+// URL.
+func remoteExample(t *testing.T, transport string, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	srv := exampleserver.New(exampleserver.Options{TestTools: true})
 	if transport == TransportSSE {
 		ts := httptest.NewUnstartedServer(nil)
 		base := "http://" + ts.Listener.Addr().String()
-		ts.Config.Handler = headers.wrap(server.NewSSEServer(srv, server.WithBaseURL(base)))
+		ts.Config.Handler = wrap(server.NewSSEServer(srv, server.WithBaseURL(base)))
 		ts.Start()
 		t.Cleanup(ts.Close)
 		return base + "/sse"
 	}
-	ts := httptest.NewServer(headers.wrap(server.NewStreamableHTTPServer(srv)))
+	ts := httptest.NewServer(wrap(server.NewStreamableHTTPServer(srv)))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
 }
@@ -62,7 +63,7 @@ func TestRemoteServers(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
 			headers := &headerLog{}
-			url := remoteExample(t, tr, headers)
+			url := remoteExample(t, tr, headers.wrap)
 			h := startRegistry(t, "servers:\n  remote:\n    url: ${URL}\n    transport: "+tr+"\n    headers:\n      Authorization: Bearer ${TOKEN}\n",
 				map[string]string{"URL": url, "TOKEN": "remote-token-123"}, Options{})
 			cat := h.ready()
@@ -134,20 +135,7 @@ func TestRemoteCallCancelledIsToldToTheServer(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
 			bodies := &bodyLog{}
-			srv := exampleserver.New(exampleserver.Options{TestTools: true})
-			var url string
-			if tr == TransportSSE {
-				ts := httptest.NewUnstartedServer(nil)
-				base := "http://" + ts.Listener.Addr().String()
-				ts.Config.Handler = bodies.wrap(server.NewSSEServer(srv, server.WithBaseURL(base)))
-				ts.Start()
-				t.Cleanup(ts.Close)
-				url = base + "/sse"
-			} else {
-				ts := httptest.NewServer(bodies.wrap(server.NewStreamableHTTPServer(srv)))
-				t.Cleanup(ts.Close)
-				url = ts.URL + "/mcp"
-			}
+			url := remoteExample(t, tr, bodies.wrap)
 			h := startRegistry(t, "servers:\n  remote:\n    url: ${URL}\n    transport: "+tr+"\n", map[string]string{"URL": url}, Options{})
 			h.ready()
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
