@@ -121,7 +121,8 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	}
 	a, err := s.ask(ctx, card(call.Name, d))
 	if errors.Is(err, context.DeadlineExceeded) {
-		s.resolve(ctx, pending, false, gate.Once)
+		// Nobody answered: the request stays pending (quiver approve N
+		// still works), and the same call again shows the card again.
 		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
 	}
 	if err != nil {
@@ -199,7 +200,13 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 		what += " for " + a.Tool
 	}
 	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nReason: %s", what, r.Reason))
-	if err != nil || ans == answerNone {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return builtin.Refusal(codeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
+	}
+	if err != nil {
+		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf("quiver could not show the request (%v): ask the user to run `quiver approve %d --session` in a terminal.", err, id))
+	}
+	if ans == answerNone {
 		s.resolve(ctx, a, false, gate.Once)
 		return builtin.Refusal(codeApprovalDenied, "The user did not grant "+what+". Do not ask again for the same thing; ask the user what to do instead.")
 	}

@@ -139,7 +139,10 @@ func TestApprovalCards(t *testing.T) {
 	t.Run("no_answer_times_out", func(t *testing.T) {
 		h, _ := startWithCards(t, notesConfig, &cardAnswerer{})
 		h.waitTools("example__notes_delete")
-		wantRefusal(t, h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "x")}), "deny.approval_timeout")
+		args := map[string]any{"id": addNote(t, h, "x")}
+		wantRefusal(t, h.call("example__notes_delete", args), "deny.approval_timeout")
+		// Nobody declined: the same call asks again, it is not "declined".
+		wantRefusal(t, h.call("example__notes_delete", args), "deny.approval_timeout")
 	})
 }
 
