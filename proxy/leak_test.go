@@ -24,10 +24,12 @@ func serveLeaky() error {
 	s := server.NewMCPServer("leaky", "1", server.WithLogging(), server.WithResourceCapabilities(false, false), server.WithPromptCapabilities(false))
 	s.AddTool(mcp.NewTool("leak", mcp.WithDescription("Leak the token."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelError, "leaky", "log says "+token))
-		return &mcp.CallToolResult{Content: []mcp.Content{
-			mcp.NewTextContent("text says " + token),
-			mcp.NewResourceLink("https://example.com/?key="+token, "link "+token, "", "text/plain"),
-		}}, nil
+		return &mcp.CallToolResult{
+			Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{"note": "meta says " + token}}},
+			Content: []mcp.Content{
+				mcp.NewTextContent("text says " + token),
+				mcp.NewResourceLink("https://example.com/?key="+token, "link "+token, "", "text/plain"),
+			}}, nil
 	})
 	s.AddPrompt(mcp.NewPrompt("quote"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return mcp.NewGetPromptResult("q", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("prompt says "+token))}), nil

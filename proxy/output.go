@@ -27,6 +27,11 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 			res.Content[i] = redactContent(c, redact)
 		}
 	}
+	if res.Meta != nil && len(res.Meta.AdditionalFields) > 0 {
+		if r, changed := redactValue(res.Meta.AdditionalFields, redact); changed {
+			res.Meta.AdditionalFields = r.(map[string]any)
+		}
+	}
 	if res.StructuredContent != nil {
 		// Redact the decoded strings, not the encoding: JSON escapes
 		// (&, <, >, quotes) would hide a secret from a match on the bytes.
@@ -136,6 +141,13 @@ func size(res *mcp.CallToolResult) int {
 
 // redactValue redacts every string (and object key) in a decoded JSON
 // value, reporting whether anything changed.
+// redactor hides the configuration's secrets and credential shapes in a
+// string.
+func (s *Server) redactor() func(string) string {
+	secrets := s.cfg().Secrets
+	return func(t string) string { return registry.Redact(t, secrets) }
+}
+
 // redactJSON hides secrets in every string of v, whatever its shape, by
 // way of its JSON form; parse turns the redacted form back into v's type.
 // When that fails the value is not shown at all: ok is false.

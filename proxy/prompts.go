@@ -8,8 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/quiver-mcp/quiver/registry"
 )
 
 // Downstream prompts are listed as "<prefix>__<name>" (bare for a server
@@ -114,8 +112,7 @@ func (m *mirror) promptHandler(ref promptRef) server.PromptHandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("prompt %q of server %s: %w", ref.name, ref.server, err)
 		}
-		secrets := m.s.cfg().Secrets
-		out, ok := redactJSON(res, func(s string) string { return registry.Redact(s, secrets) }, func(b json.RawMessage) (*mcp.GetPromptResult, error) {
+		out, ok := redactJSON(res, m.s.redactor(), func(b json.RawMessage) (*mcp.GetPromptResult, error) {
 			return mcp.ParseGetPromptResult(&b)
 		})
 		if !ok {

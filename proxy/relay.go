@@ -3,6 +3,7 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -254,6 +255,13 @@ func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (
 	if clientCaps(sess).Sampling == nil {
 		return nil, p.fail(method, fmt.Errorf("%w: session %q's client did not declare sampling", errNoCapability, sess.SessionID()))
 	}
+	req, ok := redactJSON(req, p.r.s.redactor(), func(b json.RawMessage) (mcp.CreateMessageRequest, error) {
+		var out mcp.CreateMessageRequest
+		return out, json.Unmarshal(b, &out)
+	})
+	if !ok {
+		return nil, p.fail(method, errors.New("the request could not be checked for secrets, so it was not passed on"))
+	}
 	res, err := p.r.s.mcp.RequestSampling(uctx, req)
 	return res, p.done(method, err)
 }
@@ -268,6 +276,13 @@ func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.Elic
 	defer cancel()
 	if clientCaps(sess).Elicitation == nil {
 		return nil, p.fail(method, fmt.Errorf("%w: session %q's client did not declare elicitation", errNoCapability, sess.SessionID()))
+	}
+	req, ok := redactJSON(req, p.r.s.redactor(), func(b json.RawMessage) (mcp.ElicitationRequest, error) {
+		var out mcp.ElicitationRequest
+		return out, json.Unmarshal(b, &out)
+	})
+	if !ok {
+		return nil, p.fail(method, errors.New("the request could not be checked for secrets, so it was not passed on"))
 	}
 	res, err := p.r.s.mcp.RequestElicitation(uctx, req)
 	return res, p.done(method, err)
@@ -319,7 +334,8 @@ func (r *relay) relayProgress(srv string, n mcp.JSONRPCNotification) {
 		r.s.log.Warn("progress for a token quiver never issued (or whose call ended); dropped", "server", srv, "token", tok)
 		return
 	}
-	params := maps.Clone(n.Params.AdditionalFields)
+	redacted, _ := redactValue(map[string]any(maps.Clone(n.Params.AdditionalFields)), r.s.redactor())
+	params := redacted.(map[string]any)
 	params["progressToken"] = route.token
 	if err := r.s.mcp.SendNotificationToSpecificClient(route.session, string(mcp.MethodNotificationProgress), params); err != nil {
 		r.s.log.Debug("progress not delivered", "session", route.session, "err", err)
@@ -341,7 +357,7 @@ func (r *relay) relayLog(srv string, n mcp.JSONRPCNotification) {
 			logger = srv + "/" + logger
 		}
 	}
-	redact := func(s string) string { return registry.Redact(s, r.s.cfg().Secrets) }
+	redact := r.s.redactor()
 	data, _ := redactValue(n.Params.AdditionalFields["data"], redact)
 	msg := mcp.NewLoggingMessageNotification(level, redact(logger), data)
 	r.mu.Lock()

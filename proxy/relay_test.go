@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -244,6 +245,16 @@ func TestRelayProgress(t *testing.T) {
 	if len(gotA) != 1 || gotA[0].Params.AdditionalFields["progressToken"] != "t" || len(gotB) != 0 {
 		t.Fatalf("A got %v, B got %v; want A's progress under A's token only", gotA, gotB)
 	}
+
+	t.Run("a_message_with_a_credential_is_redacted", func(t *testing.T) {
+		n := progress(metaA.ProgressToken, 2)
+		n.Params.AdditionalFields["message"] = "pushing with ghp_" + strings.Repeat("a", 36)
+		s.relay.notification("a", n)
+		got := a.drained()
+		if len(got) != 1 || fmt.Sprint(got[0].Params.AdditionalFields["message"]) != "pushing with [redacted:github-token]" {
+			t.Fatalf("progress relayed: %v", got)
+		}
+	})
 
 	t.Run("a_token_quiver_never_issued", func(t *testing.T) {
 		s.relay.notification("a", progress("made-up", 1))

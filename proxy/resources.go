@@ -12,8 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/yosida95/uritemplate/v3"
-
-	"github.com/quiver-mcp/quiver/registry"
 )
 
 // Resource URIs pass through unchanged when they cannot be confused: a URI
@@ -192,8 +190,7 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 		}
 		contents = append(contents, c)
 	}
-	secrets := m.s.cfg().Secrets
-	redacted, ok := redactJSON(contents, func(s string) string { return registry.Redact(s, secrets) }, func(b json.RawMessage) ([]mcp.ResourceContents, error) {
+	redacted, ok := redactJSON(contents, m.s.redactor(), func(b json.RawMessage) ([]mcp.ResourceContents, error) {
 		var items []map[string]any
 		if err := json.Unmarshal(b, &items); err != nil {
 			return nil, err
