@@ -445,6 +445,7 @@ func TestSchemaValidationFailsClosed(t *testing.T) {
 	for name, tc := range map[string]struct{ schema, args string }{
 		"draft4_unannounced": {`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}},"additionalProperties":false}`, `{"n":"notanint","zzz":1}`},
 		"ref_to_a_url":       {`{"type":"object","properties":{"n":{"$ref":"https://example.com/n.json"},"m":{"type":"integer"}},"additionalProperties":false}`, `{"m":"x","zzz":1}`},
+		"lookahead_pattern":  {`{"type":"object","properties":{"email":{"type":"string","pattern":"^(?!\\.)[^@]+@[^@]+$"},"n":{"type":"integer"}},"additionalProperties":false}`, `{"n":"notanint","zzz":1}`},
 	} {
 		if d := g.Evaluate(ctx, call(tool(tc.schema), tc.args)); d.Code != CodeArgsInvalid {
 			t.Errorf("%s: %s %s (%s); want %s", name, d.Verdict, d.Code, d.Reason, CodeArgsInvalid)
@@ -455,6 +456,7 @@ func TestSchemaValidationFailsClosed(t *testing.T) {
 		"nested":         {`{"type":"object","properties":{"opts":{"type":"object","properties":{"a":{"type":"integer"}}}}}`, `{"opts":{"a":1,"bogus":2}}`},
 		"open_by_choice": {`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, `{"a":1,"bogus":2}`},
 		"in_a_list":      {`{"type":"object","properties":{"xs":{"type":"array","items":{"type":"object","properties":{"a":{}}}}}}`, `{"xs":[{"a":1,"bogus":2}]}`},
+		"read_as_draft4": {`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}}}`, `{"n":1,"bogus":2}`},
 	} {
 		if d := strict.Evaluate(ctx, call(tool(tc.schema), tc.args)); d.Code != CodeArgsInvalid || !strings.Contains(d.Reason, "bogus") {
 			t.Errorf("strict %s: %s %s (%s); want %s naming bogus", name, d.Verdict, d.Code, d.Reason, CodeArgsInvalid)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,15 +97,14 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 			}
 			sort.Strings(cs.props)
 		}
-		if strict {
-			doc = closeObject(obj)
-		}
 	}
 	// Validate what can be validated. A schema written for draft 4 without
 	// saying so ("exclusiveMinimum": true) is read as draft 4 when 2020-12
-	// rejects it, and a $ref quiver will not load (a file or a URL) is read
-	// as "anything" rather than dropping the whole schema: the rest of it,
-	// closed objects included, still holds.
+	// rejects it; a $ref quiver will not load (a file or a URL) and a
+	// pattern Go's regexp cannot compile (a lookahead) are read as
+	// "anything" rather than dropping the whole schema: the rest of it,
+	// closed objects included, still holds. strict_args closes the objects
+	// in the way of the draft each try reads the schema as.
 	loc := "mem://quiver/tools/" + url.PathEscape(name) + ".json"
 	var firstErr error
 	for _, try := range []struct {
@@ -113,16 +113,20 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 	}{
 		{jsonschema.Draft2020, doc},
 		{jsonschema.Draft4, doc},
-		{jsonschema.Draft2020, withoutExternalRefs(doc)},
-		{jsonschema.Draft4, withoutExternalRefs(doc)},
+		{jsonschema.Draft2020, loadable(doc)},
+		{jsonschema.Draft4, loadable(doc)},
 	} {
+		d := try.doc
+		if obj, ok := d.(map[string]any); ok && strict {
+			d = closeObject(obj, try.draft == jsonschema.Draft2020)
+		}
 		c := jsonschema.NewCompiler()
 		c.DefaultDraft(try.draft)
 		// An empty scheme map loads nothing: a $ref to file:// or http(s)://
 		// fails to compile instead of reading the disk or the network.
 		// Meta-schemas are embedded in the library and still resolve.
 		c.UseLoader(jsonschema.SchemeURLLoader{})
-		err := c.AddResource(loc, try.doc)
+		err := c.AddResource(loc, d)
 		var sch *jsonschema.Schema
 		if err == nil {
 			sch, err = c.Compile(loc)
@@ -139,24 +143,42 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 	return cs
 }
 
-// withoutExternalRefs is doc with every $ref that leaves the document
-// (anything but "#...") dropped, so that the subschema holding it accepts
-// anything instead of failing to compile.
-func withoutExternalRefs(doc any) any {
+// loadable is doc without what keeps it from compiling here: every $ref
+// that leaves the document (anything but "#...") and every pattern Go's
+// regexp cannot compile, so that the subschema holding one accepts
+// anything instead of sinking the whole schema.
+func loadable(doc any) any {
 	switch x := doc.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, v := range x {
-			if ref, ok := v.(string); ok && k == "$ref" && !strings.HasPrefix(ref, "#") {
+			if str, ok := v.(string); ok {
+				if k == "$ref" && !strings.HasPrefix(str, "#") {
+					continue
+				}
+				if k == "pattern" {
+					if _, err := regexp.Compile(str); err != nil {
+						continue
+					}
+				}
+			}
+			if pp, ok := v.(map[string]any); ok && k == "patternProperties" {
+				kept := make(map[string]any, len(pp))
+				for re, sub := range pp {
+					if _, err := regexp.Compile(re); err == nil {
+						kept[re] = loadable(sub)
+					}
+				}
+				out[k] = kept
 				continue
 			}
-			out[k] = withoutExternalRefs(v)
+			out[k] = loadable(v)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, v := range x {
-			out[i] = withoutExternalRefs(v)
+			out[i] = loadable(v)
 		}
 		return out
 	}
@@ -171,9 +193,11 @@ func withoutExternalRefs(doc any) any {
 // combinators, so there it is added only to a plain schema. An explicit
 // "additionalProperties": true gives way; a schema for the extra values
 // (a map) does not.
-func closeObject(obj map[string]any) map[string]any {
-	draft, _ := obj["$schema"].(string)
-	modern := draft == "" || strings.Contains(draft, "2019-09") || strings.Contains(draft, "2020-12") || strings.TrimRight(draft, "#") == "https://json-schema.org/schema"
+// A schema without $schema is read as 2019-09 or later when modern.
+func closeObject(obj map[string]any, modern bool) map[string]any {
+	if draft, _ := obj["$schema"].(string); draft != "" {
+		modern = strings.Contains(draft, "2019-09") || strings.Contains(draft, "2020-12") || strings.TrimRight(draft, "#") == "https://json-schema.org/schema"
+	}
 	return closeSchema(obj, modern, 0)
 }
 
