@@ -8,11 +8,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Over HTTP, mcp-go gives up a request by ending its HTTP exchange and,
-// before protocol 2026-07-28, sends no notifications/cancelled. MCP
-// 2025-11-25 says a server must not take a dropped connection for a
-// cancellation, so a downstream server would go on with a call its caller
-// has cancelled. These wrappers tell it, the way stdio does. Embedding the
+// Over HTTP, mcp-go gives up a request by ending its HTTP exchange and
+// sends no notifications/cancelled. quiver speaks 2025-11-25 to its
+// servers, and that version says a server must not take a dropped
+// connection for a cancellation, so a downstream server would go on with a
+// call its caller has cancelled. These wrappers tell it, the way stdio
+// does. (From 2026-07-28 the dropped exchange is the cancellation; the
+// extra notification is then harmless, as one for a finished request is.) Embedding the
 // concrete transports keeps every interface mcp-go looks for on them
 // (server requests, the protocol version header, legacy detection).
 

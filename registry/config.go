@@ -525,9 +525,21 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	always := func(string, string) bool { return true }
 	never := func(string, string) bool { return false }
 	inURL := func(name, val string) bool {
+		if LooksSecret(name, val) || strings.ContainsAny(val, "?@") {
+			return true
+		}
 		at, q := strings.LastIndex(fs.URL, "@"), strings.Index(fs.URL, "?")
-		i := strings.Index(fs.URL, "${"+name)
-		return LooksSecret(name, val) || strings.ContainsAny(val, "?@") || (q >= 0 && i > q) || (at >= 0 && i < at)
+		ref := "${" + name + "}"
+		for i, rest := 0, fs.URL; ; {
+			j := strings.Index(rest, ref)
+			if j < 0 {
+				return false
+			}
+			if pos := i + j; (q >= 0 && pos > q) || (at >= 0 && pos < at) {
+				return true
+			}
+			i, rest = i+j+len(ref), rest[j+len(ref):]
+		}
 	}
 	switch {
 	case fs.Command != "" && fs.URL != "":

@@ -242,7 +242,7 @@ func TestConfigSecretsInURLsAndArgs(t *testing.T) {
 	vars := map[string]string{
 		"HOST": "mcp.example.com", "K": "topsecretkey12345", "USERPW": "me:hunter2pw",
 		"FULL": "https://api.example.com/sse?apikey=abcdef123456", "GH_TOKEN": "tok-0123456789",
-		"HOME": "/home/me", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa",
+		"HOME": "/home/me", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa", "H": "k3y-value-123456",
 	}
 	cfg := mustParse(t, `
 servers:
@@ -252,6 +252,8 @@ servers:
     url: https://${USERPW}@${HOST}/mcp
   whole:
     url: ${FULL}
+  prefixname:
+    url: https://${HOST}/mcp?k=${H}
   local:
     command: server
     args: ["--token=${GH_TOKEN}", "--root", "${HOME}/projects", "${OPENAI}"]
@@ -260,7 +262,7 @@ servers:
 	for _, s := range cfg.Secrets {
 		got[s.Var] = true
 	}
-	want := map[string]bool{"K": true, "USERPW": true, "FULL": true, "GH_TOKEN": true, "OPENAI": true}
+	want := map[string]bool{"K": true, "USERPW": true, "FULL": true, "GH_TOKEN": true, "OPENAI": true, "H": true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("secrets %v; want %v (not HOST, not HOME)", got, want)
 	}
@@ -618,4 +620,11 @@ func TestConfigToolsDefaultAndWritten(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `servers.yaml:4: servers.gh.tools_default: "false" is not on or off`) {
 		t.Errorf("tools_default: false: %v", err)
 	}
+}
+
+// TestShortenedNamesInConfigAreAccepted: a name ExposedName shortened (its
+// prefix cut) may be named in always_on.
+func TestShortenedNamesInConfigAreAccepted(t *testing.T) {
+	name := ExposedName("github_enterprise_cloud_europe_west", "create_issue_with_many_lab_extra_words_here", 64)
+	mustParse(t, "servers:\n  github_enterprise_cloud_europe_west: {command: x}\nsurface:\n  always_on: ["+name+"]\n", nil)
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -147,6 +148,10 @@ func seqLine(root *yaml.Node, i int, path ...string) int {
 	return line
 }
 
+// shortened matches an exposed name ExposedName cut to fit: it ends in
+// '_' and eight hex digits of a hash.
+var shortened = regexp.MustCompile(`_[0-9a-f]{8}$`)
+
 // toolNames checks the tool names the configuration gives outside servers:
 // each must be one a configured server could offer (its prefix, then "__"),
 // and a slash-gated tool cannot be always on. A name whose server is there
@@ -154,8 +159,8 @@ func seqLine(root *yaml.Node, i int, path ...string) int {
 // Catalog.Problems.
 func (p *parser) toolNames(cfg *Config, gated []string) {
 	check := func(where string, line int, name string) {
-		if slices.Contains(builtinNames, name) || len(name) >= cfg.Surface.MaxNameLen {
-			return // builtins are always there; a shortened name has lost its prefix
+		if slices.Contains(builtinNames, name) || shortened.MatchString(name) {
+			return // builtins are always there; a shortened name may have lost its prefix
 		}
 		if _, ok := cfg.ServerFor(name); !ok {
 			p.fail(line, "%s: %q names no configured server; use the exposed name, server__tool, with the server's key or prefix", where, name)
