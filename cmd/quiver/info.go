@@ -31,6 +31,20 @@ func versionCmd() *command {
 	}
 }
 
+// startWithCommonFlags starts a command that takes only the common flags
+// and --wait: it parses them and starts every server (common.start).
+func startWithCommonFlags(ctx context.Context, e *env, name string, args []string) (*proxy.Server, *common, error) {
+	c := &common{}
+	fs := newFlags(name)
+	c.register(fs)
+	c.registerWait(fs)
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return nil, nil, err
+	}
+	p, err := c.start(ctx, e)
+	return p, c, err
+}
+
 // start loads the config once (an error says whether a running quiver
 // keeps its last good one), starts every server and waits until each has
 // tried once (or --wait runs out), for commands that print once.
@@ -137,14 +151,7 @@ the configuration that its server does not offer).
 Flags:
   --wait D   how long to wait for servers to start (default 30s)`,
 		run: func(ctx context.Context, e *env, args []string) error {
-			var c common
-			fs := newFlags("doctor")
-			c.register(fs)
-			c.registerWait(fs)
-			if err := parseFlagsOnly(fs, args); err != nil {
-				return err
-			}
-			p, err := c.start(ctx, e)
+			p, c, err := startWithCommonFlags(ctx, e, "doctor", args)
 			if err != nil {
 				return err
 			}
@@ -197,14 +204,7 @@ total is the whole tools/list result.
 Flags:
   --wait D   how long to wait for servers to start (default 30s)`,
 		run: func(ctx context.Context, e *env, args []string) error {
-			var c common
-			fs := newFlags("tokens")
-			c.register(fs)
-			c.registerWait(fs)
-			if err := parseFlagsOnly(fs, args); err != nil {
-				return err
-			}
-			p, err := c.start(ctx, e)
+			p, _, err := startWithCommonFlags(ctx, e, "tokens", args)
 			if err != nil {
 				return err
 			}
