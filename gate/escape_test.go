@@ -235,7 +235,7 @@ func TestPathArgumentNames(t *testing.T) {
 		"dirName": true, "pathname": true, "inputfile": true, "outputdir": true, "basepath": true,
 		"FILE": true, "targetFolder": true, "source": true, "HTMLFilePath": true,
 		"profile": false, "xpath": false, "file_id": false, "content": false, "name": false,
-		"fileSize": false, "query": false, "url": false,
+		"fileSize": false, "query": false, "url": false, "file1": true, "path_2": true, "md5": false,
 	} {
 		if got := isPathKey(name); got != want {
 			t.Errorf("isPathKey(%q) = %v, want %v", name, got, want)
@@ -257,6 +257,12 @@ func TestNestedAndPaddedPaths(t *testing.T) {
 		`{"file_name":` + js(secret) + `}`,
 		`{"inputfile":` + js(secret) + `}`,
 		`{"path":` + js(" "+secret) + `}`,
+		`{"path":` + js("\uFEFF"+secret) + `}`,
+		`{"path":` + js(" ．．\\root-evil\\secret.txt") + `}`,
+		`{"path":` + js("%20..\\root-evil\\secret.txt") + `}`,
+		`{"file1":` + js(secret) + `}`,
+		`{"path_2":` + js(secret) + `}`,
+		`{"files":{` + js(secret) + `:"x"}}`,
 	} {
 		if d := g.Evaluate(ctx, call(open, args)); d.Verdict == Allow {
 			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)

@@ -30,6 +30,12 @@ import (
 // is refused rather than truncated (Linux PATH_MAX).
 const maxPathLen = 4096
 
+// maxForms bounds the readings of one path argument.
+const maxForms = 64
+
+// isTrimmed is what a trimming server drops from the ends of a string.
+func isTrimmed(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' }
+
 // maxLinks bounds symlink expansion like the kernel's ELOOP limit.
 const maxLinks = 40
 
@@ -218,18 +224,20 @@ func (r *resolver) readings(s, base string) (primary string, all []string, err e
 	}
 	forms = append(forms, s)
 
-	// Variants a server might derive. Applied to every form found so far,
-	// twice, so that combinations (an encoded backslash, a fullwidth "~")
-	// are covered too.
-	for round := 0; round < 2; round++ {
-		for _, f := range forms {
-			for _, v := range variants(f) {
-				if v.err != nil {
-					return "", nil, v.err
+	// Variants a server might derive, applied to every form found until no
+	// new one appears, so that any combination (padding, then fullwidth
+	// dots, then backslashes) is covered; a string with more readings than
+	// maxForms is refused rather than half checked.
+	for i := 0; i < len(forms); i++ {
+		for _, v := range variants(forms[i]) {
+			if v.err != nil {
+				return "", nil, v.err
+			}
+			if !contains(forms, v.s) {
+				if len(forms) == maxForms {
+					return "", nil, bad("the path can be read in too many ways")
 				}
-				if !contains(forms, v.s) {
-					forms = append(forms, v.s)
-				}
+				forms = append(forms, v.s)
 			}
 		}
 	}
@@ -293,8 +301,9 @@ type variant struct {
 
 func variants(s string) []variant {
 	var out []variant
-	if t := strings.TrimSpace(s); t != s && t != "" {
-		// Servers that trim their arguments.
+	if t := strings.TrimFunc(s, isTrimmed); t != s && t != "" {
+		// Servers that trim their arguments (JavaScript's trim also drops
+		// U+FEFF).
 		out = append(out, variant{s: t})
 	}
 	if strings.ContainsRune(s, '\\') {
@@ -441,7 +450,8 @@ var (
 // after one (file_name, dirName), or it is one lowercase word ending in
 // one (inputfile).
 func isPathKey(name string) bool {
-	words := nameWords(name)
+	// file1, path_2, src0: a number at the end numbers the path.
+	words := nameWords(strings.TrimRightFunc(name, func(r rune) bool { return unicode.IsDigit(r) || r == '_' || r == '-' }))
 	if len(words) == 0 {
 		return false
 	}
@@ -543,6 +553,10 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			if pathy && looksLikePath(k) {
+				// {"files": {"/etc/x": "content"}}: the key is the path.
+				*out = append(*out, rawPath{arg: top, s: k})
+			}
 			walkPaths(top, k, x[k], isPathKey(k) || (pathy && contains(inheritPath, strings.ToLower(k))), depth+1, out)
 		}
 	}
@@ -552,4 +566,10 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 // depends on the process that resolves it.
 func procfs(p string) bool {
 	return p == "/proc" || strings.HasPrefix(p, "/proc/")
+}
+
+// looksLikePath reports whether a map key inside a path argument reads as
+// a path: it has a separator, starts with "~" or ".", or is a file: URI.
+func looksLikePath(k string) bool {
+	return strings.ContainsAny(k, "/\\") || strings.HasPrefix(k, "~") || strings.HasPrefix(k, ".") || isFileURI(k)
 }
