@@ -22,19 +22,23 @@ import (
 func serveLeaky() error {
 	token := os.Getenv("TOKEN")
 	s := server.NewMCPServer("leaky", "1", server.WithLogging(), server.WithResourceCapabilities(false, false), server.WithPromptCapabilities(false))
-	s.AddTool(mcp.NewTool("leak", mcp.WithDescription("Leak the token."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.AddTool(mcp.NewTool("leak", mcp.WithDescription("Leak the token "+token+"."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelError, "leaky", "log says "+token))
 		return &mcp.CallToolResult{
 			Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{"note": "meta says " + token}}},
 			Content: []mcp.Content{
 				mcp.NewTextContent("text says " + token),
+				mcp.TextContent{Type: "text", Text: "plain", Meta: &mcp.Meta{AdditionalFields: map[string]any{"note": "item meta says " + token}}},
 				mcp.NewResourceLink("https://example.com/?key="+token, "link "+token, "", "text/plain"),
 			}}, nil
 	})
-	s.AddPrompt(mcp.NewPrompt("quote"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	s.AddPrompt(mcp.NewPrompt("fail"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return nil, fmt.Errorf("prompt error says %s", token)
+	})
+	s.AddPrompt(mcp.NewPrompt("quote", mcp.WithPromptDescription("pdesc "+token)), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return mcp.NewGetPromptResult("q", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("prompt says "+token))}), nil
 	})
-	s.AddResource(mcp.NewResource("leak://token", "token"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	s.AddResource(mcp.NewResource("leak://token", "name "+token), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "leak://token", Text: "resource says " + token}}, nil
 	})
 	return server.ServeStdio(s)
@@ -91,6 +95,17 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 	}
 	b, _ = json.Marshal(rr)
 	seen["resource"] = string(b)
+	_, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "leaky__fail"}})
+	seen["prompt error"] = fmt.Sprint(err)
+	lists := ""
+	tl, _ := c.ListTools(ctx, mcp.ListToolsRequest{})
+	pl, _ := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	rl, _ := c.ListResources(ctx, mcp.ListResourcesRequest{})
+	for _, v := range []any{tl, pl, rl} {
+		b, _ := json.Marshal(v)
+		lists += string(b)
+	}
+	seen["listings"] = lists
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
@@ -108,5 +123,31 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 		if !strings.Contains(text, "[redacted:QUIVER_TEST_TOKEN]") {
 			t.Errorf("the %s does not show the redaction: %s", where, text)
 		}
+	}
+}
+
+// TestRelayedRequestsAreRedacted: a downstream's sampling and elicitation
+// requests keep their shape through redaction and lose the secret.
+func TestRelayedRequestsAreRedacted(t *testing.T) {
+	const token = "s3cr3t-0123456789"
+	redact := func(s string) string { return registry.Redact(s, []registry.Secret{{Var: "T", Value: token}}) }
+	sampling := mcp.CreateMessageRequest{}
+	sampling.CreateMessageParams.Messages = []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("summarize " + token)}}
+	sampling.CreateMessageParams.MaxTokens = 10
+	got, ok := redactJSON(sampling, redact, func(b json.RawMessage) (mcp.CreateMessageRequest, error) {
+		var out mcp.CreateMessageRequest
+		return out, json.Unmarshal(b, &out)
+	})
+	b, _ := json.Marshal(got)
+	if !ok || strings.Contains(string(b), token) || !strings.Contains(string(b), "summarize [redacted:T]") || got.CreateMessageParams.MaxTokens != 10 {
+		t.Errorf("sampling request after redaction (ok %v): %s", ok, b)
+	}
+	elicit := mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: "confirm " + token, RequestedSchema: map[string]any{"type": "object"}}}
+	e, ok := redactJSON(elicit, redact, func(b json.RawMessage) (mcp.ElicitationRequest, error) {
+		var out mcp.ElicitationRequest
+		return out, json.Unmarshal(b, &out)
+	})
+	if !ok || e.Params.Message != "confirm [redacted:T]" {
+		t.Errorf("elicitation request after redaction (ok %v): %+v", ok, e)
 	}
 }

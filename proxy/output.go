@@ -19,7 +19,11 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 	for i, c := range res.Content {
 		switch c := c.(type) {
 		case mcp.TextContent:
-			c.Text = redact(c.Text)
+			if c.Meta != nil || c.Annotations != nil {
+				res.Content[i] = redactContent(c, redact)
+				continue
+			}
+			c.Text = redact(c.Text) // the common case, without a JSON round trip
 			res.Content[i] = c
 		default:
 			// Links, embedded resources, images: every string in them
@@ -146,6 +150,36 @@ func size(res *mcp.CallToolResult) int {
 func (s *Server) redactor() func(string) string {
 	secrets := s.cfg().Secrets
 	return func(t string) string { return registry.Redact(t, secrets) }
+}
+
+// redactErr is err with the configuration's secrets hidden in its text;
+// errors.Is and As still see what it wraps.
+func (s *Server) redactErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return redactedError{msg: s.redactor()(err.Error()), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+// redactList is a downstream listing (prompts, resources, templates) with
+// secrets hidden in every string, or nil when it cannot be checked.
+func redactList[T any](s *Server, list []T) []T {
+	out, ok := redactJSON(list, s.redactor(), func(b json.RawMessage) ([]T, error) {
+		var v []T
+		return v, json.Unmarshal(b, &v)
+	})
+	if !ok {
+		return nil
+	}
+	return out
 }
 
 // redactJSON hides secrets in every string of v, whatever its shape, by

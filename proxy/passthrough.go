@@ -139,6 +139,8 @@ func (m *mirror) relist(srv string, prompts, resources bool) {
 		}
 		return
 	}
+	// Names, descriptions and URIs a server lists reach the host too.
+	v.prompts, v.resources, v.templates = redactList(m.s, v.prompts), redactList(m.s, v.resources), redactList(m.s, v.templates)
 	m.mu.Lock()
 	m.views[srv] = v
 	m.mu.Unlock()

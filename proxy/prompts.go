@@ -110,7 +110,7 @@ func (m *mirror) promptHandler(ref promptRef) server.PromptHandlerFunc {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("prompt %q of server %s: %w", ref.name, ref.server, err)
+			return nil, m.s.redactErr(fmt.Errorf("prompt %q of server %s: %w", ref.name, ref.server, err))
 		}
 		out, ok := redactJSON(res, m.s.redactor(), func(b json.RawMessage) (*mcp.GetPromptResult, error) {
 			return mcp.ParseGetPromptResult(&b)

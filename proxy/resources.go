@@ -176,7 +176,7 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read %q from server %s: %w", orig, srv, err)
+		return nil, m.s.redactErr(fmt.Errorf("read %q from server %s: %w", orig, srv, err))
 	}
 	contents := make([]mcp.ResourceContents, 0, len(res.Contents))
 	for _, c := range res.Contents {
@@ -344,7 +344,11 @@ func (c completion) forward(ctx context.Context, srv string, ref any, arg mcp.Co
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("completion from server %s: %w", srv, err)
+		return nil, c.m.s.redactErr(fmt.Errorf("completion from server %s: %w", srv, err))
+	}
+	redact := c.m.s.redactor()
+	for i, v := range out.Values {
+		out.Values[i] = redact(v)
 	}
 	return out, nil
 }

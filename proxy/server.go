@@ -315,8 +315,8 @@ func (s *Server) install(cat *registry.Catalog) {
 	for _, t := range cat.Tools {
 		def := mcp.Tool{
 			Name:           t.Exposed,
-			Title:          t.Title,
-			Description:    t.Description,
+			Title:          registry.Redact(t.Title, cfg.Secrets),
+			Description:    registry.Redact(t.Description, cfg.Secrets),
 			RawInputSchema: t.InputSchema,
 			Annotations:    t.Annotations,
 		}
@@ -342,8 +342,8 @@ func (s *Server) install(cat *registry.Catalog) {
 			continue
 		}
 		entries = append(entries, index.Entry{
-			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: t.Title,
-			Description: t.Description, Keywords: t.Keywords,
+			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: def.Title,
+			Description: def.Description, Keywords: t.Keywords,
 			Params:   index.ParamsFromSchema(t.InputSchema),
 			ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 		})
