@@ -25,7 +25,8 @@ const (
 type answer int
 
 const (
-	answerNone answer = iota // declined, cancelled, no answer: grants nothing
+	answerNone      answer = iota // declined: grants nothing, and is final
+	answerDismissed               // closed without a choice: grants nothing, asks again next time
 	answerOnce
 	answerSession
 )
@@ -63,7 +64,11 @@ func (s *Server) ask(ctx context.Context, message string) (answer, error) {
 		}
 		return answerNone, err
 	}
-	if res.Action != mcp.ElicitationResponseActionAccept {
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+	case mcp.ElicitationResponseActionCancel:
+		return answerDismissed, nil
+	default:
 		return answerNone, nil
 	}
 	content, _ := res.Content.(map[string]any)
@@ -128,6 +133,9 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	if err != nil {
 		s.log.Warn("approval card failed", "session", ss.id, "tool", call.Name, "err", err)
 		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
+	}
+	if a == answerDismissed {
+		return deny(codeApprovalDenied, fmt.Sprintf("The user closed the approval card for %s without choosing; it did not run. Ask the user before trying again.", call.Name))
 	}
 	if a == answerNone {
 		s.resolve(ctx, pending, false, gate.Once)
@@ -205,6 +213,9 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	}
 	if err != nil {
 		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf("quiver could not show the request (%v): ask the user to run `quiver approve %d --session` in a terminal.", err, id))
+	}
+	if ans == answerDismissed {
+		return builtin.Refusal(codeApprovalDenied, "The user closed the request without choosing; nothing was granted. Ask the user before asking again.")
 	}
 	if ans == answerNone {
 		s.resolve(ctx, a, false, gate.Once)

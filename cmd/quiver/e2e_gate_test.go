@@ -34,6 +34,8 @@ func (a *cardAnswerer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (
 		return nil, ctx.Err()
 	case "decline":
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+	case "cancel":
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionCancel}}, nil
 	}
 	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
 		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"decision": a.decision}}}, nil
@@ -129,6 +131,18 @@ func TestApprovalCards(t *testing.T) {
 		wantRefusal(t, h.call("example__notes_delete", map[string]any{"id": id}), "deny.approval_denied")
 		if got := h.call("example__notes_read", map[string]any{"id": id}); got.IsError {
 			t.Fatalf("a declined delete must not have run: %s", textOf(got))
+		}
+	})
+	t.Run("closing_the_card_asks_again", func(t *testing.T) {
+		a := &cardAnswerer{decision: "cancel"}
+		h, _ := startWithCards(t, notesConfig, a)
+		h.waitTools("example__notes_delete")
+		args := map[string]any{"id": addNote(t, h, "x")}
+		wantRefusal(t, h.call("example__notes_delete", args), "deny.approval_denied")
+		// Not a final no: the same call shows the card again.
+		wantRefusal(t, h.call("example__notes_delete", args), "deny.approval_denied")
+		if n := a.shown.Load(); n != 2 {
+			t.Fatalf("a closed card must be shown again: %d cards", n)
 		}
 	})
 	t.Run("deny_choice_grants_nothing", func(t *testing.T) {
