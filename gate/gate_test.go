@@ -457,10 +457,21 @@ func TestSchemaValidationFailsClosed(t *testing.T) {
 		"open_by_choice": {`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":true}`, `{"a":1,"bogus":2}`},
 		"in_a_list":      {`{"type":"object","properties":{"xs":{"type":"array","items":{"type":"object","properties":{"a":{}}}}}}`, `{"xs":[{"a":1,"bogus":2}]}`},
 		"read_as_draft4": {`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}}}`, `{"n":1,"bogus":2}`},
+		"ref_to_defs":    {`{"type":"object","properties":{"opts":{"$ref":"#/$defs/O"}},"$defs":{"O":{"type":"object","properties":{"a":{"type":"integer"}}}}}`, `{"opts":{"a":1,"bogus":2}}`},
+		"optional_model": {`{"type":"object","properties":{"opts":{"anyOf":[{"type":"object","properties":{"a":{"type":"integer"}}},{"type":"null"}]}}}`, `{"opts":{"a":1,"bogus":2}}`},
 	} {
 		if d := strict.Evaluate(ctx, call(tool(tc.schema), tc.args)); d.Code != CodeArgsInvalid || !strings.Contains(d.Reason, "bogus") {
 			t.Errorf("strict %s: %s %s (%s); want %s naming bogus", name, d.Verdict, d.Code, d.Reason, CodeArgsInvalid)
 		}
+	}
+	// Read as 2020-12 with its bounds made numbers, a draft-4-style schema
+	// keeps its 2020-12 keywords.
+	c := tool(`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true},"mode":{"const":"safe"}}}`)
+	if d := g.Evaluate(ctx, call(c, `{"n":1,"mode":"unsafe"}`)); d.Code != CodeArgsInvalid {
+		t.Errorf("const under a draft-4 bound: %s %s; want %s", d.Verdict, d.Code, CodeArgsInvalid)
+	}
+	if d := g.Evaluate(ctx, call(c, `{"n":0,"mode":"safe"}`)); d.Code != CodeArgsInvalid {
+		t.Errorf("n = 0 with an exclusive minimum of 0: %s %s; want %s", d.Verdict, d.Code, CodeArgsInvalid)
 	}
 	// A map the schema types stays open.
 	m := tool(`{"type":"object","properties":{"env":{"type":"object","additionalProperties":{"type":"string"}}}}`)

@@ -112,8 +112,9 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 		doc   any
 	}{
 		{jsonschema.Draft2020, doc},
+		{jsonschema.Draft2020, modernized(doc)},
 		{jsonschema.Draft4, doc},
-		{jsonschema.Draft2020, loadable(doc)},
+		{jsonschema.Draft2020, loadable(modernized(doc))},
 		{jsonschema.Draft4, loadable(doc)},
 	} {
 		d := try.doc
@@ -141,6 +142,39 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 	}
 	cs.err = fmt.Errorf("schema of %q: %w", name, firstErr)
 	return cs
+}
+
+// modernized is doc with draft 4's boolean exclusiveMinimum and
+// exclusiveMaximum turned into 2020-12's numbers, the usual reason a
+// schema that does not name its draft fails as 2020-12. Read that way it
+// keeps const, if and the rest, which reading it as draft 4 would drop.
+func modernized(doc any) any {
+	switch x := doc.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = modernized(v)
+		}
+		for _, b := range [][2]string{{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}} {
+			excl, ok := out[b[0]].(bool)
+			if !ok {
+				continue
+			}
+			delete(out, b[0])
+			if bound, ok := out[b[1]]; ok && excl {
+				out[b[0]] = bound
+				delete(out, b[1])
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = modernized(v)
+		}
+		return out
+	}
+	return doc
 }
 
 // loadable is doc without what keeps it from compiling here: every $ref
@@ -207,18 +241,46 @@ func closeSchema(obj map[string]any, modern bool, depth int) map[string]any {
 		out[k] = v
 	}
 	if depth < maxArgDepth {
-		if props, ok := obj["properties"].(map[string]any); ok {
-			closed := make(map[string]any, len(props))
-			for k, v := range props {
-				if sub, ok := v.(map[string]any); ok {
-					v = closeSchema(sub, modern, depth+1)
+		closeMap := func(key string) {
+			if m, ok := obj[key].(map[string]any); ok {
+				closed := make(map[string]any, len(m))
+				for k, v := range m {
+					if sub, ok := v.(map[string]any); ok {
+						v = closeSchema(sub, modern, depth+1)
+					}
+					closed[k] = v
 				}
-				closed[k] = v
+				out[key] = closed
 			}
-			out["properties"] = closed
 		}
-		if items, ok := obj["items"].(map[string]any); ok {
+		closeList := func(key string) {
+			if l, ok := obj[key].([]any); ok {
+				closed := make([]any, len(l))
+				for i, v := range l {
+					if sub, ok := v.(map[string]any); ok {
+						v = closeSchema(sub, modern, depth+1)
+					}
+					closed[i] = v
+				}
+				out[key] = closed
+			}
+		}
+		// Where objects are described: properties, list items, the
+		// definitions $refs point at (pydantic's nested models), and the
+		// alternatives of anyOf/oneOf (an optional model is anyOf
+		// [model, null]). allOf branches are not closed on their own: the
+		// object they make up together is.
+		closeMap("properties")
+		closeMap("$defs")
+		closeMap("definitions")
+		closeList("prefixItems")
+		closeList("anyOf")
+		closeList("oneOf")
+		switch items := obj["items"].(type) {
+		case map[string]any:
 			out["items"] = closeSchema(items, modern, depth+1)
+		case []any:
+			closeList("items")
 		}
 	}
 	_, hasProps := obj["properties"]
