@@ -236,6 +236,7 @@ func TestPathArgumentNames(t *testing.T) {
 		"FILE": true, "targetFolder": true, "source": true, "HTMLFilePath": true,
 		"profile": false, "xpath": false, "file_id": false, "content": false, "name": false,
 		"fileSize": false, "query": false, "url": false, "file1": true, "path_2": true, "md5": false,
+		"pathInProject": true, "file_path_list": true, "dir_mode": false, "uri": true, "workspace": true,
 	} {
 		if got := isPathKey(name); got != want {
 			t.Errorf("isPathKey(%q) = %v, want %v", name, got, want)
@@ -263,6 +264,15 @@ func TestNestedAndPaddedPaths(t *testing.T) {
 		`{"file1":` + js(secret) + `}`,
 		`{"path_2":` + js(secret) + `}`,
 		`{"files":{` + js(secret) + `:"x"}}`,
+		`{"path":` + js(" file://"+secret) + `}`,
+		`{"url":` + js("\uFEFFfile://"+secret) + `}`,
+		`{"path":"100%/%2e%2e/%2e%2e/root-evil/secret.txt"}`,
+		`{"uri":` + js(secret) + `}`,
+		`{"project":` + js(secret) + `}`,
+		`{"pathInProject":` + js(secret) + `}`,
+		`{"path":{"base":` + js(secret) + `}}`,
+		`{"edits":{` + js(secret) + `:"x"}}`,
+		`{"path":"sub","name":"../../root-evil/secret.txt"}`,
 	} {
 		if d := g.Evaluate(ctx, call(open, args)); d.Verdict == Allow {
 			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)

@@ -312,12 +312,23 @@ func variants(s string) []variant {
 		out = append(out, variant{s: strings.ReplaceAll(s, `\`, "/")})
 	}
 	if strings.ContainsRune(s, '%') {
-		if d, err := url.PathUnescape(s); err == nil && d != s {
+		// Decoded leniently, as Python's unquote does: a stray "%" does not
+		// stop "%2e%2e" after it from decoding.
+		if d := unquote(s); d != s {
 			if why := oddDecoding(s, d); why != "" {
 				return []variant{{err: bad("percent-encoding in the path %s", why)}}
 			}
 			out = append(out, variant{s: d})
 		}
+	}
+	if isFileURI(s) {
+		// A reading that became a file: URI (after trimming, say) is read
+		// as one too.
+		p, err := fileURIPath(s)
+		if err != nil {
+			return []variant{{err: err}}
+		}
+		out = append(out, variant{s: p})
 	}
 	if !isASCII(s) {
 		// Lookalikes (fullwidth solidus, one-dot leader) become "/" and
@@ -349,10 +360,49 @@ func oddDecoding(raw, dec string) string {
 	case checkChars(dec) != nil:
 		return "decodes to a control character"
 	}
-	if d2, err := url.PathUnescape(dec); err == nil && d2 != dec {
+	if unquote(dec) != dec {
 		return "is encoded twice"
 	}
 	return ""
+}
+
+// unquote decodes every valid %XX and leaves anything else as it is.
+func unquote(s string) string {
+	if !strings.ContainsRune(s, '%') {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+// mentionsFileURI reports whether any argument string is, or once trimmed
+// or normalised becomes, a file: URI: those are fenced under any name.
+func mentionsFileURI(s string) bool {
+	t := strings.TrimFunc(s, isTrimmed)
+	return isFileURI(t) || isFileURI(norm.NFKC.String(t))
 }
 
 func isFileURI(s string) bool {
@@ -436,6 +486,7 @@ var pathKeyWords = []string{
 	"dir", "dirs", "directory", "directories", "folder", "folders",
 	"cwd", "root", "roots", "source", "sources", "destination", "destinations",
 	"target", "targets", "src", "dst", "dest", "workdir",
+	"uri", "uris", "location", "project", "workspace", "repository", "notebook",
 }
 
 // pathSuffixes end names written as one lowercase word (inputfile,
@@ -443,6 +494,10 @@ var pathKeyWords = []string{
 var (
 	pathSuffixes = []string{"file", "files", "path", "paths", "dir", "dirs", "folder", "directory"}
 	notPathNames = []string{"profile", "profiles", "xpath", "jsonpath"}
+
+	pathWordsAnywhere = []string{"path", "paths", "file", "files", "filepath", "filename", "dir", "directory", "folder"}
+	notPathLast       = []string{"id", "ids", "type", "types", "size", "sizes", "count", "format", "mode", "ext", "extension",
+		"pattern", "patterns", "content", "contents", "data", "url", "urls", "hash", "sha", "length", "limit", "encoding"}
 )
 
 // isPathKey reports whether an argument named name holds paths: its last
@@ -458,6 +513,15 @@ func isPathKey(name string) bool {
 	last := words[len(words)-1]
 	if contains(pathKeyWords, last) {
 		return true
+	}
+	// pathInProject, file_path_list: a path word anywhere, unless the last
+	// word makes it something else (file_id, file_size, dir_mode).
+	if !contains(notPathLast, last) {
+		for _, w := range words[:len(words)-1] {
+			if contains(pathWordsAnywhere, w) {
+				return true
+			}
+		}
 	}
 	if (last == "name" || last == "names") && len(words) > 1 && contains(pathKeyWords, words[len(words)-2]) {
 		return true
@@ -501,7 +565,7 @@ func nameWords(name string) []string {
 // inheritPath are keys inside a path argument's object that hold the path
 // itself ({"files": [{"name": ...}]}, {"path": {"value": ...}}); other
 // keys there (content, mode) do not.
-var inheritPath = []string{"name", "names", "value", "values", "location", "uri"}
+var inheritPath = []string{"name", "names", "value", "values", "location", "uri", "base"}
 
 // collectPaths finds the path strings in the arguments: values of declared
 // or path-named keys (strings, arrays of them, at any depth) and any
@@ -515,8 +579,16 @@ func collectPaths(args map[string]any, shadows []shadow, declared []string) []ra
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	sibling := false
 	for _, k := range keys {
-		walkPaths(k, k, args[k], isDeclared(k) || isPathKey(k), 0, &out)
+		sibling = sibling || isDeclared(k) || isPathKey(k)
+	}
+	for _, k := range keys {
+		if isAbsPath(k) {
+			out = append(out, rawPath{arg: k, s: k})
+		}
+		inherits := sibling && contains(inheritPath, strings.ToLower(k))
+		walkPaths(k, k, args[k], isDeclared(k) || isPathKey(k) || inherits, 0, &out)
 	}
 	for _, s := range shadows {
 		top := s.key
@@ -539,7 +611,7 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 	}
 	switch x := v.(type) {
 	case string:
-		if pathy || isFileURI(x) {
+		if pathy || mentionsFileURI(x) {
 			*out = append(*out, rawPath{arg: top, s: x})
 		}
 	case []any:
@@ -552,12 +624,19 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		// A name beside a path in the same object ({"path": "sub", "name":
+		// "../x"}) is part of a path too.
+		sibling := false
 		for _, k := range keys {
-			if pathy && looksLikePath(k) {
+			sibling = sibling || isPathKey(k)
+		}
+		for _, k := range keys {
+			if (pathy && looksLikePath(k)) || isAbsPath(k) {
 				// {"files": {"/etc/x": "content"}}: the key is the path.
 				*out = append(*out, rawPath{arg: top, s: k})
 			}
-			walkPaths(top, k, x[k], isPathKey(k) || (pathy && contains(inheritPath, strings.ToLower(k))), depth+1, out)
+			inherits := contains(inheritPath, strings.ToLower(k)) && (pathy || sibling)
+			walkPaths(top, k, x[k], isPathKey(k) || inherits, depth+1, out)
 		}
 	}
 }
@@ -566,6 +645,12 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 // depends on the process that resolves it.
 func procfs(p string) bool {
 	return p == "/proc" || strings.HasPrefix(p, "/proc/")
+}
+
+// isAbsPath reports whether a map key anywhere is an absolute path or a
+// file: URI, which is checked whatever object it is in.
+func isAbsPath(k string) bool {
+	return strings.HasPrefix(k, "/") || strings.HasPrefix(k, "~/") || isFileURI(k)
 }
 
 // looksLikePath reports whether a map key inside a path argument reads as
