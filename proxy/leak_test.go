@@ -22,7 +22,7 @@ import (
 func serveLeaky() error {
 	token := os.Getenv("TOKEN")
 	s := server.NewMCPServer("leaky", "1", server.WithLogging(), server.WithResourceCapabilities(false, false), server.WithPromptCapabilities(false))
-	s.AddTool(mcp.NewTool("leak", mcp.WithDescription("Leak the token "+token+"."), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.AddTool(mcp.NewTool("leak", mcp.WithDescription("Leak the token "+token+"."), mcp.WithString("api_key", mcp.DefaultString(token), mcp.Description("defaults to "+token)), mcp.WithTitleAnnotation("title "+token), mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelError, "leaky", "log says "+token))
 		return &mcp.CallToolResult{
 			Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{"note": "meta says " + token}}},

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -152,22 +153,35 @@ func (s *Server) redactor() func(string) string {
 	return func(t string) string { return registry.Redact(t, secrets) }
 }
 
-// redactErr is err with the configuration's secrets hidden in its text;
-// errors.Is and As still see what it wraps.
+// redactErr is err with the configuration's secrets hidden in its text.
+// It wraps nothing: mcp-go would find a wrapped error with data of its own
+// (a URL elicitation) and send that data as it is.
 func (s *Server) redactErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return redactedError{msg: s.redactor()(err.Error()), err: err}
+	return errors.New(s.redactor()(err.Error()))
 }
 
-type redactedError struct {
-	msg string
-	err error
+// redactSchema is an input schema with secrets hidden (a default taken
+// from the environment, a description quoting a key). A schema with none
+// passes byte for byte; one that cannot be decoded is passed as it is,
+// since the model must still be able to call the tool.
+func redactSchema(schema json.RawMessage, redact func(string) string) json.RawMessage {
+	var v any
+	if len(schema) == 0 || json.Unmarshal(schema, &v) != nil {
+		return schema
+	}
+	r, changed := redactValue(v, redact)
+	if !changed {
+		return schema
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return schema
+	}
+	return b
 }
-
-func (e redactedError) Error() string { return e.msg }
-func (e redactedError) Unwrap() error { return e.err }
 
 // redactList is a downstream listing (prompts, resources, templates) with
 // secrets hidden in every string, or nil when it cannot be checked.

@@ -429,6 +429,8 @@ func (r *relay) relayUpdated(srv string, n mcp.JSONRPCNotification) {
 	}
 	params := maps.Clone(n.Params.AdditionalFields)
 	params["uri"] = exposed
+	redacted, _ := redactValue(map[string]any(params), r.s.redactor())
+	params = redacted.(map[string]any)
 	for _, sid := range targets {
 		if err := r.s.mcp.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), params); err != nil {
 			r.s.log.Debug("resource update not delivered", "session", sid, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -313,12 +314,19 @@ func (s *Server) install(cat *registry.Catalog) {
 	}
 	var serverTools []server.ServerTool
 	for _, t := range cat.Tools {
+		redact := func(s string) string { return registry.Redact(s, cfg.Secrets) }
 		def := mcp.Tool{
 			Name:           t.Exposed,
-			Title:          registry.Redact(t.Title, cfg.Secrets),
-			Description:    registry.Redact(t.Description, cfg.Secrets),
-			RawInputSchema: t.InputSchema,
+			Title:          redact(t.Title),
+			Description:    redact(t.Description),
+			RawInputSchema: redactSchema(t.InputSchema, redact),
 			Annotations:    t.Annotations,
+		}
+		if a, ok := redactJSON(def.Annotations, redact, func(b json.RawMessage) (mcp.ToolAnnotation, error) {
+			var out mcp.ToolAnnotation
+			return out, json.Unmarshal(b, &out)
+		}); ok {
+			def.Annotations = a
 		}
 		if set.gate.ClassOf(gateToolFor(cfg, t)) == gate.ClassExecute {
 			// The gate wants a justification for execution; the model can

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -59,8 +60,15 @@ func Redact(s string, secrets []Secret) string {
 		slices.SortStableFunc(secrets, func(a, b Secret) int { return len(b.Value) - len(a.Value) })
 	}
 	for _, sec := range secrets {
-		if len(sec.Value) >= 4 && strings.Contains(s, sec.Value) {
-			s = strings.ReplaceAll(s, sec.Value, "[redacted:"+sec.Var+"]")
+		if len(sec.Value) < 4 {
+			continue
+		}
+		// As written, and as a URL carries it (errors quote URLs, and keys
+		// have +, / and = in them).
+		for _, form := range []string{sec.Value, url.QueryEscape(sec.Value), url.PathEscape(sec.Value)} {
+			if strings.Contains(s, form) {
+				s = strings.ReplaceAll(s, form, "[redacted:"+sec.Var+"]")
+			}
 		}
 	}
 	for _, c := range credentialShapes {

@@ -33,3 +33,18 @@ func TestConfigSecretsRedactEnvAndHeaderValues(t *testing.T) {
 		t.Errorf("Redact = %q", out)
 	}
 }
+
+// TestRedactURLEncodedSecrets: a key with +, / and = is hidden in the form
+// a URL carries it too, as an HTTP error quoting the request URL shows it.
+func TestRedactURLEncodedSecrets(t *testing.T) {
+	secrets := []Secret{{Var: "K", Value: "s3cr3t/0123+456789="}}
+	for _, in := range []string{
+		"GET https://api.example.com/?key=s3cr3t%2F0123%2B456789%3D: 401",
+		"GET https://api.example.com/s3cr3t%2F0123+456789=/x: 401",
+		"raw s3cr3t/0123+456789=",
+	} {
+		if got := Redact(in, secrets); strings.Contains(got, "s3cr3t") || !strings.Contains(got, "[redacted:K]") {
+			t.Errorf("Redact(%q) = %q", in, got)
+		}
+	}
+}
