@@ -574,21 +574,11 @@ var inheritPath = []string{"name", "names", "value", "values", "location", "uri"
 func collectPaths(args map[string]any, shadows []shadow, declared []string) []rawPath {
 	var out []rawPath
 	isDeclared := func(k string) bool { return contains(declared, k) }
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	sibling := false
-	for _, k := range keys {
-		sibling = sibling || isDeclared(k) || isPathKey(k)
-	}
-	for _, k := range keys {
-		if isAbsPath(k) {
-			out = append(out, rawPath{arg: k, s: k})
+	for _, k := range pathyKeys(args, false, isDeclared) {
+		if isAbsPath(k.name) {
+			out = append(out, rawPath{arg: k.name, s: k.name})
 		}
-		inherits := sibling && contains(inheritPath, strings.ToLower(k))
-		walkPaths(k, k, args[k], isDeclared(k) || isPathKey(k) || inherits, 0, &out)
+		walkPaths(k.name, k.name, args[k.name], k.pathy, 0, &out)
 	}
 	for _, s := range shadows {
 		top := s.key
@@ -619,26 +609,40 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 			walkPaths(top, key, e, pathy, depth+1, out)
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		// A name beside a path in the same object ({"path": "sub", "name":
-		// "../x"}) is part of a path too.
-		sibling := false
-		for _, k := range keys {
-			sibling = sibling || isPathKey(k)
-		}
-		for _, k := range keys {
-			if (pathy && looksLikePath(k)) || isAbsPath(k) {
+		for _, k := range pathyKeys(x, pathy, nil) {
+			if (pathy && looksLikePath(k.name)) || isAbsPath(k.name) {
 				// {"files": {"/etc/x": "content"}}: the key is the path.
-				*out = append(*out, rawPath{arg: top, s: k})
+				*out = append(*out, rawPath{arg: top, s: k.name})
 			}
-			inherits := contains(inheritPath, strings.ToLower(k)) && (pathy || sibling)
-			walkPaths(top, k, x[k], isPathKey(k) || inherits, depth+1, out)
+			walkPaths(top, k.name, x[k.name], k.pathy, depth+1, out)
 		}
 	}
+}
+
+type pathyKey struct {
+	name  string
+	pathy bool
+}
+
+// pathyKeys are an object's keys in order, each with whether its value
+// holds paths: a path name (or one declared), or a key like "name" either
+// inside a path argument (inPath) or beside a path in the same object
+// ({"path": "sub", "name": "../x"}).
+func pathyKeys(obj map[string]any, inPath bool, declared func(string) bool) []pathyKey {
+	keys := make([]pathyKey, 0, len(obj))
+	sibling := false
+	for k := range obj {
+		p := isPathKey(k) || (declared != nil && declared(k))
+		sibling = sibling || p
+		keys = append(keys, pathyKey{k, p})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].name < keys[j].name })
+	for i, k := range keys {
+		if !k.pathy && (inPath || sibling) && contains(inheritPath, strings.ToLower(k.name)) {
+			keys[i].pathy = true
+		}
+	}
+	return keys
 }
 
 // procfs reports whether p is inside /proc, where what a path names
