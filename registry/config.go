@@ -238,6 +238,7 @@ type fileConfig struct {
 	// DecodeSections into the owner's types.
 	Fence  yaml.Node `yaml:"fence"`
 	Policy yaml.Node `yaml:"policy"`
+	HTTP   yaml.Node `yaml:"http"`
 }
 
 type fileServer struct {
