@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -159,6 +160,10 @@ type Server struct {
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// EnvPassthrough names more variables of quiver's environment the
+	// child receives besides the default set (see defaultEnv): exact
+	// names, or a prefix ending in * (AWS_*).
+	EnvPassthrough []string
 	// URL and Transport ("http" or "sse") describe a remote server.
 	URL       string
 	Transport string
@@ -174,12 +179,27 @@ type Server struct {
 	// arguments that are paths, for tools whose argument names do not say
 	// so; the gate's fence checks them besides those it infers.
 	PathArgs map[string][]string
+	// PathBase says how the server resolves a relative path argument: ""
+	// (undeclared: quiver cannot know), PathBaseRoots (against its allowed
+	// folders, like server-filesystem: see RootDirs), or a clean absolute
+	// folder. path_base in the file may also be ~/… (the server's HOME,
+	// see Home) or relative to the config file's folder.
+	PathBase string
 	// Written is the entry's launch values as the file has them, ${VAR}
-	// references unexpanded: what quiver may show people.
+	// references unexpanded: what quiver may show people. A secret written
+	// literally (an env or header value with a secret's name or shape, the
+	// value after --password and the like) shows as [redacted:NAME].
 	Written Spec
 	// Line is where the entry starts in the file, for messages.
 	Line int
+	// home is the HOME the child sees (Home).
+	home string
 }
+
+// PathBaseRoots is Server.PathBase for a server that resolves relative
+// paths against its allowed folders (its folder arguments and the MCP roots
+// the client gives), as @modelcontextprotocol/server-filesystem does.
+const PathBaseRoots = "roots"
 
 // Spec is what a server entry says about how to reach the server, as
 // written in servers.yaml (no ${VAR} expanded).
@@ -188,8 +208,10 @@ type Spec struct {
 	Args    []string          `yaml:"args,omitempty" json:"args,omitempty"`
 	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	Cwd     string            `yaml:"cwd,omitempty" json:"cwd,omitempty"`
-	URL     string            `yaml:"url,omitempty" json:"url,omitempty"`
-	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// EnvPassthrough is env_passthrough as written.
+	EnvPassthrough []string          `yaml:"env_passthrough,omitempty" json:"env_passthrough,omitempty"`
+	URL            string            `yaml:"url,omitempty" json:"url,omitempty"`
+	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
 // Secret is a value that must never be shown, and the variable it came from.
@@ -255,6 +277,12 @@ type fileServer struct {
 	// ToolsDefault is "on" (the default) or "off".
 	ToolsDefault string              `yaml:"tools_default"`
 	PathArgs     map[string][]string `yaml:"path_args"`
+	// EnvPassthrough names variables of quiver's environment the child
+	// receives besides the default set.
+	EnvPassthrough []string `yaml:"env_passthrough"`
+	// PathBase is a folder or "roots": how the server resolves relative
+	// paths.
+	PathBase string `yaml:"path_base"`
 }
 
 type fileSlash struct {
@@ -473,7 +501,8 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		p.fail(line, "servers.%s: a server name may only use letters, digits, '_' and '-'", name)
 	}
 	s := &Server{Name: name, Line: line, Prefix: name, Keywords: fs.Keywords, Timeout: DefaultTimeout,
-		Written: Spec{Command: fs.Command, Args: fs.Args, Env: fs.Env, Cwd: fs.Cwd, URL: fs.URL, Headers: fs.Headers}}
+		Written: Spec{Command: fs.Command, Args: slices.Clone(fs.Args), Env: maps.Clone(fs.Env), Cwd: fs.Cwd,
+			EnvPassthrough: fs.EnvPassthrough, URL: fs.URL, Headers: maps.Clone(fs.Headers)}}
 	for tool, args := range fs.PathArgs {
 		if tool == "" || len(args) == 0 || slices.Contains(args, "") {
 			p.fail(key("path_args"), "servers.%s.path_args: give each tool's path arguments by name, like {write_report: [out, template]}", name)
@@ -518,29 +547,26 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		}
 		return out, true
 	}
-	// Every value given to a server's env or headers is a secret. In a
-	// command line or a url, only what looks like one by name or shape is
-	// (${HOME} in a path and ${HOST} in a url are not), and in a url also
-	// whatever fills its user info or query, where keys go; errors quote
-	// the whole url.
+	// Every value given to a server's env or headers is a secret, and so
+	// is every value in a url but its host and port (errors quote the whole
+	// url: a tenant id in its path is no one's business). In a command
+	// line only what looks like one by name or shape is (${HOME} in a path
+	// is not), and whatever follows a secret-named flag (--password X).
 	always := func(string, string) bool { return true }
 	never := func(string, string) bool { return false }
+	hostVars := urlHostVars(fs.URL)
 	inURL := func(name, val string) bool {
-		if LooksSecret(name, val) || strings.ContainsAny(val, "?@") {
-			return true
+		return LooksSecret(name, val) || strings.ContainsAny(val, "?@/") || !hostVars[name]
+	}
+	// literal records a value written in the file as it is (no ${VAR})
+	// that is a secret by its name or shape, and returns what Written
+	// shows for it.
+	literal := func(written, label, val string, secret bool) string {
+		if strings.Contains(written, "${") || len(val) < 4 || !secret {
+			return written
 		}
-		at, q := strings.LastIndex(fs.URL, "@"), strings.Index(fs.URL, "?")
-		ref := "${" + name + "}"
-		for i, rest := 0, fs.URL; ; {
-			j := strings.Index(rest, ref)
-			if j < 0 {
-				return false
-			}
-			if pos := i + j; (q >= 0 && pos > q) || (at >= 0 && pos < at) {
-				return true
-			}
-			i, rest = i+j+len(ref), rest[j+len(ref):]
-		}
+		p.secrets = append(p.secrets, Secret{Var: label, Value: val})
+		return "[redacted:" + label + "]"
 	}
 	switch {
 	case fs.Command != "" && fs.URL != "":
@@ -557,17 +583,48 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		if s.Command, ok = expand(fs.Command, never, "command"); ok && strings.TrimSpace(s.Command) == "" {
 			p.fail(key("command"), "servers.%s.command: %q expands to nothing; set the variable to the program to run", name, fs.Command)
 		}
-		for _, a := range fs.Args {
-			a, _ = expand(a, LooksSecret, "args")
+		for i, a := range fs.Args {
+			flag, secretArg := "", LooksSecret
+			if i > 0 {
+				if f, ok := secretFlag(fs.Args[i-1]); ok && !strings.HasPrefix(a, "--") {
+					flag = f
+				}
+			}
+			written := a
+			if flag == "" {
+				if f, ok := secretFlag(a); ok && strings.Contains(a, "=") {
+					// --password=X: X is the secret.
+					name, val, _ := strings.Cut(a, "=")
+					v, _ := expand(val, always, "args")
+					s.Args = append(s.Args, name+"="+v)
+					if !strings.Contains(val, "${") && len(v) >= 4 {
+						p.secrets = append(p.secrets, Secret{Var: f, Value: v})
+						s.Written.Args[i] = name + "=[redacted:" + f + "]"
+					}
+					continue
+				}
+			} else {
+				secretArg = always
+			}
+			a, _ = expand(a, secretArg, "args")
 			s.Args = append(s.Args, a)
+			s.Written.Args[i] = literal(written, flag, a, flag != "")
 		}
 		s.Cwd, _ = expand(fs.Cwd, never, "cwd")
 		if len(fs.Env) > 0 {
 			s.Env = map[string]string{}
 			for _, k := range sortedKeys(fs.Env) {
 				s.Env[k], _ = expand(fs.Env[k], always, "env", k)
+				s.Written.Env[k] = literal(fs.Env[k], k, s.Env[k], LooksSecret(k, s.Env[k]))
 			}
 		}
+		for _, n := range fs.EnvPassthrough {
+			if !envNameRE.MatchString(strings.TrimSuffix(n, "*")) {
+				p.fail(key("env_passthrough"), "servers.%s.env_passthrough: %q is not a variable name; give names like AWS_REGION, or a prefix like AWS_*", name, n)
+			}
+		}
+		s.EnvPassthrough = fs.EnvPassthrough
+		s.home = childHome(s.Env, p.lookup)
 	case fs.URL != "":
 		switch fs.Transport {
 		case "", TransportHTTP:
@@ -577,8 +634,8 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		default:
 			p.fail(key("transport"), "servers.%s.transport: %q is not a transport for a url; use http or sse", name, fs.Transport)
 		}
-		if len(fs.Args) > 0 || len(fs.Env) > 0 || fs.Cwd != "" {
-			p.fail(line, "servers.%s: args, env and cwd are for local servers (command); a url server takes headers", name)
+		if len(fs.Args) > 0 || len(fs.Env) > 0 || fs.Cwd != "" || len(fs.EnvPassthrough) > 0 {
+			p.fail(line, "servers.%s: args, env, env_passthrough and cwd are for local servers (command); a url server takes headers", name)
 		}
 		var ok bool
 		s.URL, ok = expand(fs.URL, inURL, "url")
@@ -589,10 +646,19 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			s.Headers = map[string]string{}
 			for _, k := range sortedKeys(fs.Headers) {
 				s.Headers[k], _ = expand(fs.Headers[k], always, "headers", k)
+				s.Written.Headers[k] = literal(fs.Headers[k], k, s.Headers[k], LooksSecret(k, s.Headers[k]))
 			}
 		}
 	default:
 		p.fail(line, "servers.%s: give it a command (a local server) or a url (a remote one)", name)
+	}
+	if fs.PathBase != "" {
+		if v, ok := expand(fs.PathBase, never, "path_base"); ok {
+			var err error
+			if s.PathBase, err = pathBase(v, s.home, p.path); err != nil {
+				p.fail(key("path_base"), "servers.%s.path_base: %v", name, err)
+			}
+		}
 	}
 	return s
 }

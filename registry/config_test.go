@@ -343,7 +343,7 @@ func TestConfigErrors(t *testing.T) {
 		{"headers_on_stdio", "servers:\n  gh:\n    command: x\n    headers: {A: b}\n", nil, 4,
 			[]string{"servers.gh.headers: headers are for remote servers", "use env"}},
 		{"args_on_url", "servers:\n  gh:\n    url: https://h/mcp\n    args: [x]\n", nil, 2,
-			[]string{"servers.gh: args, env and cwd are for local servers", "takes headers"}},
+			[]string{"servers.gh: args, env, env_passthrough and cwd are for local servers", "takes headers"}},
 		{"url_without_scheme", "servers:\n  gh:\n    url: mcp.example.com/mcp\n", nil, 3,
 			[]string{"servers.gh.url", "must start with http:// or https://"}},
 		{"bad_prefix_chars", "servers:\n  gh:\n    command: x\n    prefix: git.hub\n", nil, 4,

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -391,23 +390,18 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	if command == "quiver" && c.reg.opts.Executable != "" {
 		command = c.reg.opts.Executable
 	}
-	env := make([]string, 0, len(s.Env)+1)
-	keys := make([]string, 0, len(s.Env))
-	for k := range s.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+s.Env[k])
-	}
+	var extra []string
 	if c.reg.opts.StateDir != "" {
-		env = append(env, "QUIVER_STATE_DIR="+c.reg.opts.StateDir)
+		extra = append(extra, "QUIVER_STATE_DIR="+c.reg.opts.StateDir)
 	}
+	// The child gets a small environment, never quiver's whole one: see
+	// defaultEnv.
+	env := s.childEnviron(os.Environ(), extra...)
 	stderr := &lineLogger{log: log, redact: c.reg.config().Secrets}
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
-			cmd.Env = append(os.Environ(), env...)
+			cmd.Env = env
 			cmd.Dir = s.Cwd
 			cmd.SysProcAttr = childAttrs() // npx starts node, which may start more
 			started(cmd)

@@ -29,6 +29,12 @@ import (
 //	               grandchild of the process-group test)
 //	"dying"        no MCP at all: print childStderrEnv's line without a
 //	               newline and exit 1, as a server missing its token does
+//	"env"          a server with one tool, environ, that answers with its
+//	               environment, one variable a line (server-everything's
+//	               get-env)
+//	"stderr"       no MCP at all: write childStderrEnv's value to stderr
+//	               in the pieces "|" separates, pausing childDelayEnv
+//	               between them, then wait to be killed
 //
 // Other variables shape what a child does:
 //
@@ -66,7 +72,7 @@ func runChild(mode string) int {
 			return 1
 		}
 	}
-	if line := os.Getenv(childStderrEnv); line != "" {
+	if line := os.Getenv(childStderrEnv); line != "" && mode != "stderr" {
 		if mode == "dying" {
 			fmt.Fprint(os.Stderr, line)
 			return 1
@@ -98,6 +104,23 @@ func runChild(mode string) int {
 		err = exampleserver.Serve(ctx, exampleserver.Options{NotesFile: os.Getenv(childNotesEnv), TestTools: true}, os.Stdin, os.Stdout)
 	case "listchanged":
 		err = serveListChanged(ctx)
+	case "env":
+		s := server.NewMCPServer("env", "1", server.WithToolCapabilities(false))
+		s.AddTool(mcp.NewToolWithRawSchema("environ", "The server's environment.", []byte(`{"type":"object"}`)),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(strings.Join(os.Environ(), "\n")), nil
+			})
+		err = server.NewStdioServer(s).Listen(ctx, os.Stdin, os.Stdout)
+	case "stderr":
+		delay, _ := time.ParseDuration(os.Getenv(childDelayEnv))
+		for i, piece := range strings.Split(os.Getenv(childStderrEnv), "|") {
+			if i > 0 {
+				time.Sleep(delay)
+			}
+			os.Stderr.WriteString(piece)
+		}
+		time.Sleep(time.Minute)
+		return 0
 	case "idle":
 		time.Sleep(time.Minute) // bounded, so a failed test leaks nothing for long
 		return 0

@@ -79,3 +79,77 @@ func Redact(s string, secrets []Secret) string {
 	}
 	return s
 }
+
+// secretFlagEndings and secretFlagWords decide which command-line flags
+// take a secret: the value after --password, --api-key, --client-secret or
+// --token, and the X of --password=X. The test is on the flag's last word
+// (so --token-file and --keywords take none), narrower than secretName: a
+// value wrongly taken for a secret is hidden from every result quoting it.
+// -p is left out on purpose (a port as often as a password).
+var (
+	secretFlagEndings = []string{"password", "passwd", "passphrase", "token", "secret", "apikey", "credential", "credentials", "cookie"}
+	secretFlagWords   = []string{"key", "pass", "pat", "auth"}
+)
+
+// secretFlag reports whether arg is a flag (-x, --x or --x=value) whose
+// value is a secret, and returns its name as written (--api-key).
+func secretFlag(arg string) (string, bool) {
+	if !strings.HasPrefix(arg, "-") {
+		return "", false
+	}
+	name, _, _ := strings.Cut(arg, "=")
+	words := strings.FieldsFunc(splitCamel(strings.TrimLeft(name, "-")), func(r rune) bool {
+		return r == '-' || r == '_' || r == '.'
+	})
+	if len(words) == 0 {
+		return "", false
+	}
+	last := strings.ToLower(words[len(words)-1])
+	if slices.Contains(secretFlagWords, last) || slices.ContainsFunc(secretFlagEndings, func(e string) bool { return strings.HasSuffix(last, e) }) {
+		return name, true
+	}
+	return "", false
+}
+
+// splitCamel puts a '-' before each upper-case letter that follows a
+// lower-case one: apiKey becomes api-Key.
+func splitCamel(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' && s[i-1] >= 'a' && s[i-1] <= 'z' {
+			b.WriteByte('-')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// urlHostVars returns the variables that make up the written url's whole
+// host or whole port (https://${HOST}:${PORT}/) and appear nowhere else in
+// it: the only ones in a url that are not secrets. A host or a port is no
+// secret, and hiding "localhost" or "8080" would blank them out of every
+// result; anything else (a tenant id in the path, a key in the query or the
+// user info) is hidden.
+func urlHostVars(written string) map[string]bool {
+	out := map[string]bool{}
+	_, rest, ok := strings.Cut(written, "://")
+	if !ok {
+		return out
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		authority = authority[i+1:]
+	}
+	host, port, _ := strings.Cut(authority, ":")
+	for _, part := range []string{host, port} {
+		if m := wholeVarRE.FindStringSubmatch(part); m != nil && strings.Count(written, part) == 1 {
+			out[m[1]] = true
+		}
+	}
+	return out
+}
+
+var wholeVarRE = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)

@@ -85,7 +85,7 @@ type Change struct {
 	Added     []string // started
 	Removed   []string // stopped and reaped
 	Restarted []string // how to reach it changed: stopped, then started anew
-	Updated   []string // prefix, keywords, timeout or tools_default changed: same process
+	Updated   []string // prefix, keywords, timeout, tools_default, path_args or path_base changed: same process
 }
 
 // Empty reports whether no server was touched.
@@ -99,7 +99,8 @@ var ErrNotStarted = errors.New("registry is not running")
 // Apply makes cfg the configuration in force, touching as little as it can.
 // A server added is started; one removed is stopped (its calls in flight end
 // with ErrServerDown saying so, its process group is reaped); one whose
-// launch (command, args, env, cwd, url, transport, headers) changed is
+// launch (command, args, env, env_passthrough, cwd, url, transport,
+// headers) changed is
 // stopped and started anew; one whose other settings changed keeps its
 // process; the rest are untouched. Surface settings and toggles take effect
 // in the catalog.
@@ -229,13 +230,14 @@ func (r *Registry) waitPublished(ctx context.Context, gen uint64) error {
 // that the running process can stay.
 func sameLaunch(a, b Server) bool {
 	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && maps.Equal(a.Env, b.Env) &&
-		a.Cwd == b.Cwd && a.URL == b.URL && a.Transport == b.Transport && maps.Equal(a.Headers, b.Headers)
+		a.Cwd == b.Cwd && slices.Equal(a.EnvPassthrough, b.EnvPassthrough) && a.URL == b.URL && a.Transport == b.Transport && maps.Equal(a.Headers, b.Headers)
 }
 
 // sameServer reports whether nothing but the entry's position changed.
 func sameServer(a, b Server) bool {
 	return sameLaunch(a, b) && a.Prefix == b.Prefix && slices.Equal(a.Keywords, b.Keywords) &&
-		a.Timeout == b.Timeout && a.ToolsOff == b.ToolsOff && pathArgsEqual(a.PathArgs, b.PathArgs)
+		a.Timeout == b.Timeout && a.ToolsOff == b.ToolsOff && pathArgsEqual(a.PathArgs, b.PathArgs) &&
+		a.PathBase == b.PathBase
 }
 
 func pathArgsEqual(a, b map[string][]string) bool {
