@@ -186,6 +186,14 @@ func buildStopWords() map[string]bool {
 // optional stem cache owned by one goroutine (Build's).
 type analyzer struct {
 	stems map[string]string // nil: no cache (Search runs concurrently)
+	vocab *vocabulary       // nil: the default vocabulary
+}
+
+func (a *analyzer) voc() *vocabulary {
+	if a.vocab == nil {
+		return &vocab
+	}
+	return a.vocab
 }
 
 func (a *analyzer) stem(w string) string {
@@ -204,12 +212,13 @@ func (a *analyzer) stem(w string) string {
 func (a *analyzer) analyze(text string, out []token) []token {
 	var buf [64]string
 	words := splitWords(text, buf[:0])
+	v := a.voc()
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		// Multi-word synonyms ("pull request", "merge requests") fold into
 		// one term before stop words can split them.
 		if i+1 < len(words) {
-			if canon, ok := vocab.phrases[[2]string{a.stem(w), a.stem(words[i+1])}]; ok {
+			if canon, ok := v.phrases[[2]string{a.stem(w), a.stem(words[i+1])}]; ok {
 				out = append(out, token{word: w + " " + words[i+1], term: canon})
 				i++
 				continue
@@ -219,7 +228,7 @@ func (a *analyzer) analyze(text string, out []token) []token {
 			continue
 		}
 		t := a.stem(w)
-		if canon, ok := vocab.fold[t]; ok {
+		if canon, ok := v.fold[t]; ok {
 			t = canon
 		}
 		out = append(out, token{word: w, term: t})

@@ -3,6 +3,7 @@ package index
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -12,8 +13,13 @@ import (
 // (see /work/shared/catalog/README.md where it came from).
 type catalogFile struct {
 	Servers []struct {
-		Name  string `json:"name"`
-		Tools []struct {
+		Name       string `json:"name"`
+		ServerInfo struct {
+			Name  string `json:"name"`
+			Title string `json:"title"`
+		} `json:"serverInfo"`
+		Instructions string `json:"instructions"`
+		Tools        []struct {
 			Name        string          `json:"name"`
 			Title       string          `json:"title"`
 			Description string          `json:"description"`
@@ -41,7 +47,9 @@ var (
 )
 
 // testCatalog loads testdata/catalog.json as quiver would expose it: name
-// "<server>__<tool>", the server name as the only keyword. Loaded once per
+// "<server>__<tool>", the server name as the only keyword, the server's
+// title (or name) and instructions from its initialize answer. The catalog
+// has no prompts or resources lists. Loaded once per
 // test binary; callers must not modify the slice.
 func testCatalog(tb testing.TB) []Entry {
 	tb.Helper()
@@ -57,6 +65,10 @@ func testCatalog(tb testing.TB) []Entry {
 			return
 		}
 		for _, s := range cf.Servers {
+			srvTitle := s.ServerInfo.Title
+			if srvTitle == "" {
+				srvTitle = s.ServerInfo.Name
+			}
 			for _, t := range s.Tools {
 				title := t.Title
 				if title == "" {
@@ -71,6 +83,9 @@ func testCatalog(tb testing.TB) []Entry {
 					Keywords:    []string{s.Name},
 					Params:      ParamsFromSchema(t.InputSchema),
 					ReadOnly:    t.Annotations.ReadOnlyHint,
+
+					ServerTitle:        srvTitle,
+					ServerInstructions: s.Instructions,
 				})
 			}
 		}
@@ -89,9 +104,19 @@ func testQueries(tb testing.TB) []evalQuery {
 
 func loadQueries(tb testing.TB, file string) []evalQuery {
 	tb.Helper()
+	qs, err := readQueries(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return qs
+}
+
+// readQueries reads a JSON-lines query set; a missing file's error wraps
+// fs.ErrNotExist.
+func readQueries(file string) ([]evalQuery, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		tb.Fatalf("open queries: %v", err)
+		return nil, fmt.Errorf("open queries: %w", err)
 	}
 	defer f.Close()
 	var qs []evalQuery
@@ -102,12 +127,12 @@ func loadQueries(tb testing.TB, file string) []evalQuery {
 		}
 		var q evalQuery
 		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			tb.Fatalf("parse query %q: %v", sc.Text(), err)
+			return nil, fmt.Errorf("parse query %q: %w", sc.Text(), err)
 		}
 		qs = append(qs, q)
 	}
 	if err := sc.Err(); err != nil {
-		tb.Fatalf("read queries: %v", err)
+		return nil, fmt.Errorf("read queries %s: %w", file, err)
 	}
-	return qs
+	return qs, nil
 }

@@ -34,6 +34,14 @@ type Entry struct {
 	ReadOnly    bool     // from annotations (untrusted hint; a small signal at most)
 	Headings    []string // skills/references: markdown headings
 	Path        string   // skills/references: path to read with read_file
+
+	// What the server says about itself, from initialize and its lists.
+	// The proxy sets the same values on every entry of a server; Build
+	// reads them once per server, into the server's document (they rank
+	// the server, not each of its tools).
+	ServerTitle        string   // serverInfo.title, else serverInfo.name
+	ServerInstructions string   // initialize's instructions
+	ServerExtras       []string // names (and titles) of the server's prompts and resources
 }
 
 // schemaNode is the part of a JSON schema ParamsFromSchema reads.

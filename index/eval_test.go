@@ -1,79 +1,93 @@
 package index
 
-// Figures on the development queries (testdata/queries-dev.jsonl, 74 with
-// an answer + 4 "none"; 1,715 tools from 62 servers), `go test ./index -run
-// TestEval -v`, quiver vs plain bluge (standard analyzer, name + description,
-// BM25). Ranking is tuned on the odd ids; the even ids are the check.
+// Evaluation. Three query sets over the same catalog (testdata/catalog.json,
+// 1,715 tools from 62 servers):
 //
-//	style            n  | quiver R@1  R@5  MRR10 | bluge R@1  R@5  MRR10
-//	all              74 |        0.61 0.86 0.70  |       0.26 0.43 0.33
-//	tune (odd ids)   37 |        0.65 0.89 0.74  |       0.27 0.43 0.33
-//	held (even ids)  37 |        0.57 0.84 0.67  |       0.24 0.43 0.33
-//	named-service    15 |        0.67 0.93 0.76  |       0.33 0.60 0.44
-//	intent           24 |        0.38 0.75 0.49  |       0.08 0.17 0.12
-//	terse            15 |        0.73 0.93 0.83  |       0.40 0.73 0.52
-//	long             12 |        0.58 0.83 0.71  |       0.25 0.42 0.34
-//	typo              8 |        1.00 1.00 1.00  |       0.38 0.38 0.38
+//   - dev (queries-dev.jsonl): the set ranking is tuned on. Its figures are
+//     optimistic by construction.
+//   - fresh (queries-fresh.jsonl): written blind after the first round of
+//     tuning; a judge. Nothing is tuned on it: it only decides whether a
+//     general rule (a vocabulary group, a speller rule) stays.
+//   - blind (queries-blind.jsonl): written from the catalog alone by someone
+//     who saw neither the code, the vocabulary nor the other sets; the
+//     second judge, read only to report figures and set floors.
 //
-// Any relevant tool in the top 1 / 5: 0.65 / 0.89. Style "none": 4 of 4
-// answered Weak; 15 of the 74 answerable queries are also Weak. A caution:
-// about 0.05 of the Recall@5 comes from vocabulary groups (drain/cordon,
-// mute/silence, bounce/suppression, flag/toggle, ...) that are general but
-// were written after reading the dev queries; without them Recall@5 is 0.80.
-// Measured and dropped: catalog co-occurrence expansion (cosine of entry
-// sets over name/title/lead, top 3 associates): 0.81-0.82 on every setting.
+// `go test ./index -run TestEval -v` prints the three side by side with
+// plain bluge; the figures are in docs/BENCHMARKS.md. CI floors sit on the
+// judges' overall Recall@5, Recall@1 and in-answer share, never on a dev
+// style, so that a change which helps unseen queries but costs a dev query
+// passes.
 //
-// Benchmarks (2 shared cores, `go test ./index -run X -bench .`): Search on
-// 1,715 tools p50 0.16 ms, p99 0.72 ms, slowest query 0.46 ms (best of 10);
-// on 10,000 tools p50 0.56-0.59 ms, p99 2.4-3.0 ms, slowest query 2.1 ms;
-// 0.4-0.6x plain bluge's p99 in the same run. Build of 10,000 tools 535-595
-// ms wall, ~800 ms CPU (plain bluge ~435 ms in the same run); heap 19-34 MiB.
+// Measures, per set and style, against each query's primary tool:
+//
+//	R@1, R@5    the primary is the first hit / among the first five
+//	MRR@10      mean reciprocal rank of the primary within ten hits
+//	in answer   the primary is named in the answer search_tools gives (five
+//	            hits, then the compact "More in <server>:" lists)
+//	bytes       the answer's size, p50/p95
+//	weak        share of answerable queries flagged Weak (wrongly), and of
+//	            "none" queries flagged Weak (rightly)
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"strconv"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/blugelabs/bluge"
 )
 
-// recall5Floor is set just under what the index reaches on the development
-// queries, so that a change that loses ranking quality fails the test.
+// Floors on the judges. They sit a little under what the index reaches, so
+// a change that loses ground on unseen queries fails; they are not targets.
 const (
-	recall5Floor      = 0.84
-	recall1Floor      = 0.59
-	mrr10Floor        = 0.68
-	freshRecall5Floor = 0.64
+	freshRecall5Floor  = 0.66
+	freshRecall1Floor  = 0.42
+	freshInAnswerFloor = 0.66
+	blindRecall5Floor  = 0.0 // set once the blind set has landed
+	blindRecall1Floor  = 0.0
+	blindInAnswerFloor = 0.0
 )
 
-// styleRecall5Floors are one query under what each style reaches.
-var styleRecall5Floors = map[string]float64{
-	"named-service": 0.86, "intent": 0.70, "terse": 0.86, "long": 0.75, "typo": 0.87,
+const (
+	devFile   = "testdata/queries-dev.jsonl"
+	freshFile = "testdata/queries-fresh.jsonl"
+	blindFile = "testdata/queries-blind.jsonl"
+)
+
+// answerHits is how many hits search_tools shows by default.
+const answerHits = 5
+
+// outcome is what one search gave, as the evaluation sees it.
+type outcome struct {
+	names []string // ranked exposed names, up to 10
+	named []string // every exposed name the answer names: 5 hits and the servers' lists
+	bytes int      // the answer's size
+	weak  bool
 }
 
-// searchFunc answers a query with ranked exposed names and a weak verdict.
-type searchFunc func(text string) (names []string, weak bool, err error)
+// searchFunc answers a query.
+type searchFunc func(text string) (outcome, error)
 
 // evalStats accumulates the figures of one style (or all).
 type evalStats struct {
-	n, r1, r5, any1, any5 int
-	mrr                   float64
-	weak                  int // results reported Weak
+	n, r1, r5, inAnswer int
+	mrr                 float64
+	weak                int // results reported Weak
+	sizes               []int
 }
 
-func (s *evalStats) add(names []string, q evalQuery, weak bool) {
+func (s *evalStats) add(o outcome, q evalQuery) {
 	s.n++
-	if weak {
+	if o.weak {
 		s.weak++
 	}
-	rel := map[string]bool{}
-	for _, r := range q.Relevant {
-		rel[r] = true
-	}
-	for i, n := range names {
+	s.sizes = append(s.sizes, o.bytes)
+	for i, n := range o.names {
 		if i >= 10 {
 			break
 		}
@@ -87,97 +101,149 @@ func (s *evalStats) add(names []string, q evalQuery, weak bool) {
 			s.mrr += 1 / float64(i+1)
 		}
 	}
-	for i, n := range names {
-		if rel[n] {
-			if i < 1 {
-				s.any1++
-			}
-			if i < 5 {
-				s.any5++
-			}
+	for _, n := range o.named {
+		if n == q.Primary {
+			s.inAnswer++
 			break
 		}
 	}
 }
 
-func (s evalStats) ratio(k int) float64 {
-	if s.n == 0 {
+func (s *evalStats) ratio(k int) float64 {
+	if s == nil || s.n == 0 {
 		return 0
 	}
 	return float64(k) / float64(s.n)
 }
 
-// The development queries are split in two fixed halves by the parity of
-// their id: ranking is tuned on the odd half ("tune") and every change is
-// checked on the even half ("held"), which no knob was chosen on, so a gain
-// that only fits the tuned lines shows as a gap between the two.
-const (
-	halfTune = "tune (odd ids)"
-	halfHeld = "held (even ids)"
-)
-
-func half(q evalQuery) string {
-	id := strings.TrimLeft(q.ID, "abcdefghijklmnopqrstuvwxyz")
-	if n, err := strconv.Atoi(id); err == nil && n%2 == 0 {
-		return halfHeld
+func (s *evalStats) mrr10() float64 {
+	if s == nil || s.n == 0 {
+		return 0
 	}
-	return halfTune
+	return s.mrr / float64(s.n)
+}
+
+// size is the p-th percentile of the answers' sizes.
+func (s *evalStats) size(p float64) int {
+	if s == nil || len(s.sizes) == 0 {
+		return 0
+	}
+	sz := append([]int(nil), s.sizes...)
+	sort.Ints(sz)
+	return sz[int(float64(len(sz)-1)*p+0.5)]
 }
 
 // evaluate runs every query through f. Queries of style "none" only count
-// how often the answer is still confident.
+// how often they are flagged Weak.
 func evaluate(t testing.TB, qs []evalQuery, f searchFunc, misses bool) map[string]*evalStats {
 	t.Helper()
 	stats := map[string]*evalStats{"all": {}}
 	for _, q := range qs {
-		names, weak, err := f(q.Query)
+		o, err := f(q.Query)
 		if err != nil {
 			t.Fatalf("search %q: %v", q.Query, err)
 		}
 		if stats[q.Style] == nil {
 			stats[q.Style] = &evalStats{}
 		}
-		stats[q.Style].add(names, q, weak)
+		stats[q.Style].add(o, q)
 		if q.Style != "none" {
-			stats["all"].add(names, q, weak)
-			h := half(q)
-			if stats[h] == nil {
-				stats[h] = &evalStats{}
-			}
-			stats[h].add(names, q, weak)
+			stats["all"].add(o, q)
 		}
-		if misses && q.Style != "none" && (len(names) == 0 || names[0] != q.Primary) {
+		if misses && q.Style != "none" && (len(o.names) == 0 || o.names[0] != q.Primary) {
 			rank := "-"
-			for i, n := range names {
+			for i, n := range o.names {
 				if n == q.Primary {
 					rank = fmt.Sprint(i + 1)
 				}
 			}
-			top := names
-			if len(top) > 3 {
-				top = top[:3]
+			in := false
+			for _, n := range o.named {
+				in = in || n == q.Primary
 			}
-			t.Logf("miss %s [%s] rank %s weak=%v %q want %s got %v", q.ID, q.Style, rank, weak, q.Query, q.Primary, top)
+			top := o.names[:min(3, len(o.names))]
+			t.Logf("miss %s [%s] rank %s inAnswer=%v weak=%v %q want %s got %v", q.ID, q.Style, rank, in, o.weak, q.Query, q.Primary, top)
 		}
-		if misses && q.Style == "none" && !weak {
-			t.Logf("confident none %s %q got %v", q.ID, q.Query, names)
+		if misses && q.Style == "none" && !o.weak {
+			t.Logf("confident none %s %q got %v", q.ID, q.Query, o.names[:min(3, len(o.names))])
 		}
 	}
 	return stats
 }
 
 func quiverSearch(ix *Index) searchFunc {
-	return func(text string) ([]string, bool, error) {
-		res, err := ix.Search(context.Background(), Query{Text: text, Limit: 10})
+	return func(text string) (outcome, error) {
+		ctx := context.Background()
+		res, err := ix.Search(ctx, Query{Text: text, Limit: 10})
 		if err != nil {
-			return nil, false, err
+			return outcome{}, err
 		}
-		names := make([]string, len(res.Hits))
-		for i, h := range res.Hits {
-			names[i] = h.Entry.Name
+		o := outcome{weak: res.Weak}
+		for _, h := range res.Hits {
+			o.names = append(o.names, h.Entry.Name)
 		}
-		return names, res.Weak, nil
+		// The answer is a search with the default limit.
+		shown, err := ix.Search(ctx, Query{Text: text})
+		if err != nil {
+			return outcome{}, err
+		}
+		for _, h := range shown.Hits {
+			o.named = append(o.named, h.Entry.Name)
+		}
+		for _, s := range shown.Servers {
+			o.named = append(o.named, s.More...)
+		}
+		o.bytes = len(answerText(text, shown))
+		return o, nil
 	}
+}
+
+// answerText is the text search_tools answers with, line for line as
+// builtin/search.go writes it for an MCP client without schemas (the
+// proxy's case). builtin's TestAnswerOnCatalog measures the real one.
+func answerText(query string, res Result) string {
+	var sb strings.Builder
+	if len(res.Hits) == 0 {
+		fmt.Fprintf(&sb, "No tools match %q. Nothing was bound; try other words.", query)
+		return sb.String()
+	}
+	if res.Weak {
+		fmt.Fprintf(&sb, "Nothing matched %q well; the nearest tools are below. If none fits, no connected server can do this.\n", query)
+	} else {
+		fmt.Fprintf(&sb, "Matches for %q:\n", query)
+	}
+	var bound []string
+	for _, h := range res.Hits {
+		fmt.Fprintf(&sb, "- %s [%s] — %s\n", h.Entry.Name, h.Entry.Kind, firstSentence(h.Entry.Description, 160))
+		bound = append(bound, h.Entry.Name)
+	}
+	for _, s := range res.Servers {
+		if len(s.More) == 0 {
+			continue
+		}
+		short := make([]string, len(s.More))
+		for i, n := range s.More {
+			short[i] = strings.TrimPrefix(n, s.Name+"__")
+		}
+		fmt.Fprintf(&sb, "More in %s: %s\n", s.Name, strings.Join(short, ", "))
+	}
+	fmt.Fprintf(&sb, "Bound for your next step: %s\nTo use a tool named under \"More in\", search its exact name.", strings.Join(bound, ", "))
+	return sb.String()
+}
+
+// firstSentence is builtin's cut of a description for an answer line.
+func firstSentence(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '.' && s[i+1] == ' ' && i >= 10 {
+			s = s[:i+1]
+			break
+		}
+	}
+	if len(s) <= max {
+		return s
+	}
+	return s[:max-3] + "…"
 }
 
 // baselineIndex is plain bluge as a project would start: the standard
@@ -239,52 +305,55 @@ func (b *baselineIndex) search(text string, limit int) ([]string, error) {
 	}
 }
 
+// searchFunc is plain bluge answering with its first five names.
 func (b *baselineIndex) searchFunc() searchFunc {
-	return func(text string) ([]string, bool, error) {
+	return func(text string) (outcome, error) {
 		names, err := b.search(text, 10)
-		return names, false, err
+		shown := names[:min(answerHits, len(names))]
+		return outcome{names: names, named: shown, bytes: len(strings.Join(shown, "\n"))}, err
 	}
 }
 
-var styles = []string{"all", halfTune, halfHeld, "named-service", "intent", "terse", "long", "typo"}
+var styles = []string{"all", "named-service", "intent", "terse", "long", "typo"}
 
-// TestEval prints quiver's ranking figures next to plain bluge's on the
-// development queries and fails if Recall@5 or MRR@10 drops under its
-// floor.
-// QUIVER_EVAL_MISSES=1 also logs every query whose primary is not first.
-func TestEval(t *testing.T) {
-	q := evalTable(t, testQueries(t))
-	if r5 := q["all"].ratio(q["all"].r5); r5 < recall5Floor {
-		t.Errorf("Recall@5 = %.3f, below the floor %.2f", r5, recall5Floor)
-	}
-	if mrr := q["all"].mrr / float64(q["all"].n); mrr < mrr10Floor {
-		t.Errorf("MRR@10 = %.3f, below the floor %.2f", mrr, mrr10Floor)
-	}
-	if r1 := q["all"].ratio(q["all"].r1); r1 < recall1Floor {
-		t.Errorf("Recall@1 = %.3f, below the floor %.2f", r1, recall1Floor)
-	}
-	for style, floor := range styleRecall5Floors {
-		if st := q[style]; st == nil || st.ratio(st.r5) < floor {
-			t.Errorf("%s: Recall@5 below the floor %.2f", style, floor)
+// evalSet is one query set; qs is nil when its file is absent.
+type evalSet struct {
+	name, file string
+	qs         []evalQuery
+}
+
+// loadSets loads the three sets; the blind one may not exist yet.
+// QUIVER_EVAL_SETS=dev,fresh leaves the others out (while tuning, the
+// blind set's figures are not to be looked at).
+func loadSets(t testing.TB) []evalSet {
+	t.Helper()
+	sets := []evalSet{{name: "dev", file: devFile}, {name: "fresh", file: freshFile}, {name: "blind", file: blindFile}}
+	only := os.Getenv("QUIVER_EVAL_SETS")
+	for i := range sets {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sets[i].name) {
+			continue
 		}
+		qs, err := readQueries(sets[i].file)
+		if errors.Is(err, fs.ErrNotExist) && sets[i].name == "blind" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets[i].qs = qs
 	}
+	return sets
 }
 
-// TestEvalFresh measures ranking on queries written by someone who had
-// read the catalog but neither the index's code nor its vocabulary, after
-// the ranking was tuned: the honest figure for queries quiver has never
-// seen. Nothing may be tuned on them, or they stop being that; the floor
-// only catches a change that loses ground on them.
-func TestEvalFresh(t *testing.T) {
-	q := evalTable(t, loadQueries(t, "testdata/queries-fresh.jsonl"))
-	if r5 := q["all"].ratio(q["all"].r5); r5 < freshRecall5Floor {
-		t.Errorf("fresh Recall@5 = %.3f, below the floor %.2f", r5, freshRecall5Floor)
-	}
+// setFigures are quiver's and plain bluge's figures on one set.
+type setFigures struct {
+	set   evalSet
+	q, b  map[string]*evalStats
+	built bool
 }
 
-// evalTable ranks qs with quiver and with plain bluge, logs the figures
-// side by side and returns quiver's.
-func evalTable(t *testing.T, qs []evalQuery) map[string]*evalStats {
+// evalAll ranks every present set with quiver and plain bluge.
+func evalAll(t *testing.T, sets []evalSet) []setFigures {
 	t.Helper()
 	entries := testCatalog(t)
 	ix, err := Build(entries)
@@ -297,103 +366,155 @@ func evalTable(t *testing.T, qs []evalQuery) map[string]*evalStats {
 		t.Fatal(err)
 	}
 	defer base.reader.Close()
+	misses := os.Getenv("QUIVER_EVAL_MISSES")
+	var out []setFigures
+	for _, s := range sets {
+		f := setFigures{set: s}
+		if s.qs != nil {
+			f.q = evaluate(t, s.qs, quiverSearch(ix), misses == s.name || misses == "all")
+			f.b = evaluate(t, s.qs, base.searchFunc(), false)
+			f.built = true
+		}
+		out = append(out, f)
+	}
+	return out
+}
 
-	q := evaluate(t, qs, quiverSearch(ix), os.Getenv("QUIVER_EVAL_MISSES") != "")
-	b := evaluate(t, qs, base.searchFunc(), false)
-
+// table lays the sets out side by side, one row per style.
+func table(figs []setFigures) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%d tools, %d queries\n", ix.Len(), len(qs))
-	fmt.Fprintf(&sb, "%-16s %4s | %-27s | %-27s | %s\n", "style", "n", "quiver R@1  R@5  MRR10", "bluge  R@1  R@5  MRR10", "quiver any@1 any@5 weak")
+	fmt.Fprintf(&sb, "\n%-13s", "")
+	for _, f := range figs {
+		n := 0
+		if f.built {
+			n = f.q["all"].n
+		}
+		fmt.Fprintf(&sb, "| %-5s %3d answerable, quiver / plain bluge           ", f.set.name, n)
+	}
+	fmt.Fprintf(&sb, "\n%-13s", "style")
+	for range figs {
+		fmt.Fprintf(&sb, "|  n  R@1  R@5  MRR  inAns  bytes p50/p95 | R@1  R@5  MRR ")
+	}
+	sb.WriteByte('\n')
 	for _, st := range styles {
-		qs, bs := q[st], b[st]
-		if qs == nil {
+		fmt.Fprintf(&sb, "%-13s", st)
+		for _, f := range figs {
+			q, b := f.q[st], f.b[st]
+			if !f.built || q == nil {
+				fmt.Fprintf(&sb, "| %-54s", "(absent)")
+				continue
+			}
+			fmt.Fprintf(&sb, "| %2d %.2f %.2f %.2f  %.2f  %5d/%5d   | %.2f %.2f %.2f ",
+				q.n, q.ratio(q.r1), q.ratio(q.r5), q.mrr10(), q.ratio(q.inAnswer), q.size(0.5), q.size(0.95),
+				b.ratio(b.r1), b.ratio(b.r5), b.mrr10())
+		}
+		sb.WriteByte('\n')
+	}
+	fmt.Fprintf(&sb, "%-13s", "weak flag")
+	for _, f := range figs {
+		if !f.built {
+			fmt.Fprintf(&sb, "| %-54s", "(absent)")
 			continue
 		}
-		fmt.Fprintf(&sb, "%-16s %4d |        %.2f %.2f %.2f      |        %.2f %.2f %.2f      | %.2f %.2f %.2f\n",
-			st, qs.n, qs.ratio(qs.r1), qs.ratio(qs.r5), qs.mrr/float64(qs.n),
-			bs.ratio(bs.r1), bs.ratio(bs.r5), bs.mrr/float64(bs.n),
-			qs.ratio(qs.any1), qs.ratio(qs.any5), qs.ratio(qs.weak))
+		none := f.q["none"]
+		fmt.Fprintf(&sb, "| none flagged %d/%d, answerable flagged %.2f        ", none.weak, none.n, f.q["all"].ratio(f.q["all"].weak))
 	}
-	if none := q["none"]; none != nil {
-		fmt.Fprintf(&sb, "none: %d queries, top hit still confident (Weak=false) in %d\n", none.n, none.n-none.weak)
-	}
-	t.Log(sb.String())
-	return q
+	sb.WriteByte('\n')
+	return sb.String()
 }
 
-// summary is one line of figures, for comparing ranking variants: the whole
-// set, each half (R@5/R@1/MRR@10), and R@5 per style.
-func summary(st map[string]*evalStats) string {
-	fig := func(x *evalStats) string {
-		if x == nil || x.n == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f/%.2f/%.2f", x.ratio(x.r5), x.ratio(x.r1), x.mrr/float64(x.n))
+// TestEval prints quiver's figures next to plain bluge's on the three sets
+// and holds the fresh set's floors (the blind set's are TestEvalBlind's).
+// QUIVER_EVAL_MISSES=dev|fresh|blind|all also logs every query whose
+// primary is not first.
+func TestEval(t *testing.T) {
+	figs := evalAll(t, loadSets(t))
+	t.Log(table(figs))
+	if !figs[2].built {
+		t.Logf("blind set %s absent: its column is empty and TestEvalBlind skips", blindFile)
 	}
-	var per []string
-	for _, s := range styles[3:] {
-		if x := st[s]; x != nil {
-			per = append(per, fmt.Sprintf("%s %.2f", s[:4], x.ratio(x.r5)))
-		}
-	}
-	noneConf := 0
-	if n := st["none"]; n != nil {
-		noneConf = n.n - n.weak
-	}
-	return fmt.Sprintf("all %s | tune %s | held %s | weak %d none %d | R5 %s",
-		fig(st["all"]), fig(st[halfTune]), fig(st[halfHeld]), st["all"].weak, noneConf, strings.Join(per, " "))
+	checkFloors(t, "fresh", figs[1].q["all"], freshRecall5Floor, freshRecall1Floor, freshInAnswerFloor)
 }
 
-// TestEvalVariants measures ranking variants side by side; it is how every
-// knob in defaultOptions was chosen. Run with QUIVER_EVAL_VARIANTS=1.
-func TestEvalVariants(t *testing.T) {
-	if os.Getenv("QUIVER_EVAL_VARIANTS") == "" {
-		t.Skip("set QUIVER_EVAL_VARIANTS=1 to compare ranking variants")
+// TestEvalBlind holds the blind set's floors. Until the set is committed it
+// skips, except in CI (CI=true), where a missing judge is a failure.
+func TestEvalBlind(t *testing.T) {
+	qs, err := readQueries(blindFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: the blind set is the second judge of ranking and CI needs it", blindFile)
+		}
+		t.Skipf("%s is not there yet: nothing to judge ranking with (CI=true makes this a failure)", blindFile)
 	}
-	entries := testCatalog(t)
-	qs := testQueries(t)
-	type variant struct {
-		name string
-		mod  func(*options)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f := func(name, title, lead, desc, server, param, head int, k1, b float64) func(*options) {
-		return func(o *options) {
-			o.weights = map[string]int{fieldName: name, fieldTitle: title, fieldLead: lead, fieldDesc: desc, fieldServer: server, fieldParam: param, fieldHead: head}
-			o.k1, o.b = k1, b
+	figs := evalAll(t, []evalSet{{name: "blind", file: blindFile, qs: qs}})
+	checkFloors(t, "blind", figs[0].q["all"], blindRecall5Floor, blindRecall1Floor, blindInAnswerFloor)
+}
+
+func checkFloors(t *testing.T, set string, all *evalStats, r5, r1, in float64) {
+	t.Helper()
+	for _, c := range []struct {
+		name       string
+		got, floor float64
+	}{
+		{"Recall@5", all.ratio(all.r5), r5},
+		{"Recall@1", all.ratio(all.r1), r1},
+		{"in answer", all.ratio(all.inAnswer), in},
+	} {
+		if c.got < c.floor {
+			t.Errorf("%s %s = %.3f, below the floor %.2f", set, c.name, c.got, c.floor)
 		}
 	}
-	variants := []variant{
-		{"default", func(*options) {}},
-		{"no synonyms expansion", func(o *options) { o.relatedWeight = 0 }},
-		{"no typo correction", func(o *options) { o.typoWeight = 0 }},
-		{"no query things", func(o *options) { o.describeThings = false }},
-		{"no server clause", func(o *options) { o.serverBoost = 0 }},
-		{"no domain prior", func(o *options) { o.domainWeight = 0 }},
-		{"whole descriptions", func(o *options) { o.descCap, o.descDistinct = 0, false }},
-		{"k1 1.2", func(o *options) { o.k1 = 1.2 }},
-		{"b 0.5", func(o *options) { o.b = 0.5 }},
-		{"weights n3 t1 l3", f(3, 1, 3, 1, 4, 1, 2, 2, 0.75)},
-		{"weights p0", f(4, 2, 2, 1, 4, 0, 2, 2, 0.75)},
-		{"weights p2", f(4, 2, 2, 1, 4, 2, 2, 2, 0.75)},
-	}
-	for _, d := range []int{20, 40} {
-		for _, cw := range []float64{0, 0.2, 0.4, 0.8} {
-			for _, hw := range []float64{0, 0.2, 0.4} {
-				variants = append(variants, variant{fmt.Sprintf("d%d cover %.1f head %.1f", d, cw, hw), func(o *options) {
-					o.rerankDepth, o.coverWeight, o.headWeight = d, cw, hw
-				}})
-			}
+}
+
+// summary is one line of figures, for comparing ranking variants:
+// R@5/R@1/MRR@10/in-answer per set, intent R@5, and the weak flag.
+func summary(figs []setFigures) string {
+	var parts []string
+	for _, f := range figs {
+		if !f.built {
+			continue
 		}
+		a, none := f.q["all"], f.q["none"]
+		parts = append(parts, fmt.Sprintf("%s %.2f/%.2f/%.2f/%.2f int %.2f wk %d/%d+%d",
+			f.set.name, a.ratio(a.r5), a.ratio(a.r1), a.mrr10(), a.ratio(a.inAnswer),
+			f.q["intent"].ratio(f.q["intent"].r5), none.weak, none.n, a.weak))
 	}
-	for _, v := range variants {
-		o := defaultOptions()
+	return strings.Join(parts, " | ")
+}
+
+// variant is one way of building the index, for TestEvalVariants.
+type variant struct {
+	name  string
+	mod   func(*options)
+	vocab []synonymGroup // nil: the default vocabulary
+}
+
+// evalVariant builds the catalog with v and ranks the sets.
+func evalVariant(t *testing.T, sets []evalSet, v variant) []setFigures {
+	t.Helper()
+	o := defaultOptions()
+	if v.mod != nil {
 		v.mod(&o)
-		ix, err := build(entries, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := evaluate(t, qs, quiverSearch(ix), false)
-		t.Logf("%-22s %s", v.name, summary(st))
-		ix.Close()
 	}
+	if v.vocab != nil {
+		vb := buildVocabulary(v.vocab)
+		o.vocab = &vb
+	}
+	ix, err := build(testCatalog(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var out []setFigures
+	for _, s := range sets {
+		f := setFigures{set: s}
+		if s.qs != nil {
+			f.q, f.built = evaluate(t, s.qs, quiverSearch(ix), false), true
+		}
+		out = append(out, f)
+	}
+	return out
 }

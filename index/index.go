@@ -29,6 +29,7 @@ const (
 	fieldServer = "server" // server key and its keywords
 	fieldParam  = "param"  // parameter names and descriptions
 	fieldHead   = "head"   // skill and reference headings
+	fieldSrvKey = "srvkey" // the server key as one keyword, for Query.Server
 	fieldAll    = "all"    // BM25F: every field, its terms repeated by the field's weight
 )
 
@@ -65,6 +66,11 @@ type options struct {
 	headWeight   float64 // ... the share its name, title and lead sentence have
 
 	weakCoverage float64 // below this IDF-weighted share of the query in the top hit: Weak
+
+	serverOwnWeight float64 // a server's own words count this many entries in its document
+	serverDocWeight float64 // a server's document score against its best entry's, ranking servers
+
+	vocab *vocabulary // nil: the default vocabulary (evaluation builds others)
 }
 
 func defaultOptions() options {
@@ -87,6 +93,8 @@ func defaultOptions() options {
 		coverWeight:     0.2,
 		headWeight:      0.2,
 		weakCoverage:    0.3,
+		serverOwnWeight: 3,
+		serverDocWeight: 1,
 	}
 }
 
@@ -112,6 +120,9 @@ type Index struct {
 	serverOf   []int32                  // entry -> server id (-1: none)
 	serverSize []int                    // server id -> entries
 	serverDF   map[string]map[int32]int // term -> server id -> entries having it
+	servers    *serverDocs
+
+	byName map[string][]int // lowercased exposed name, and tool part, -> entries
 }
 
 // Build indexes entries. Names must be non-empty and unique.
@@ -225,6 +236,15 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	}
 	ix.df, ix.nameDF, ix.serverDF = st.df, st.nameDF, st.serverDF
 	ix.speller = newSpeller(st.wordFreq)
+	ix.buildServerDocs(serverID)
+	ix.byName = make(map[string][]int, 2*len(ix.entries))
+	for i, e := range ix.entries {
+		full := strings.ToLower(e.Name)
+		ix.byName[full] = append(ix.byName[full], i)
+		if tp := strings.ToLower(toolPart(e)); tp != full {
+			ix.byName[tp] = append(ix.byName[tp], i)
+		}
+	}
 	batched.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return ix, fmt.Errorf("build index: batch: %w", err)
@@ -280,7 +300,7 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]string, lo, hi int) *termStats 
 		serverDF: map[string]map[int32]int{},
 		wordFreq: map[string]int{},
 	}
-	a := &analyzer{stems: map[string]string{}}
+	a := &analyzer{stems: map[string]string{}, vocab: ix.opts.vocab}
 	var toks []token
 	entryTerms := map[string]struct{}{}
 	entryWords := map[string]struct{}{}
@@ -357,6 +377,9 @@ func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) (*index.Batch, field
 		all.reset()
 		doc := bluge.NewDocument(strconv.Itoa(i))
 		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
+		if e.Server != "" {
+			doc.AddField(bluge.NewKeywordField(fieldSrvKey, e.Server))
+		}
 		for fi, f := range textFields {
 			terms := fieldTerms[i][fi]
 			if len(terms) == 0 {
@@ -403,7 +426,7 @@ func fieldText(e Entry, f string) string {
 	case fieldDesc:
 		return clip(e.Description, maxDescBytes)
 	case fieldServer:
-		words := []string{e.Server}
+		words := []string{e.Server, e.ServerTitle}
 		for _, k := range e.Keywords {
 			if k != e.Server {
 				words = append(words, k)
@@ -487,14 +510,23 @@ func (ix *Index) Close() error {
 	return nil
 }
 
+// vocabulary is the synonym vocabulary the index was built with.
+func (ix *Index) vocabulary() *vocabulary {
+	if ix.opts.vocab != nil {
+		return ix.opts.vocab
+	}
+	return &vocab
+}
+
 // Len is the number of entries.
 func (ix *Index) Len() int { return len(ix.entries) }
 
 // Query is one search.
 type Query struct {
-	Text  string
-	Kinds []Kind // empty = any kind
-	Limit int    // <=0 means 5; capped at 10
+	Text   string
+	Kinds  []Kind // empty = any kind
+	Server string // only this server's entries; "" = every server's
+	Limit  int    // <=0 means 5; capped at 10
 }
 
 // Hit is one found entry.
@@ -506,9 +538,21 @@ type Hit struct {
 // Result is a search's answer.
 type Result struct {
 	Hits []Hit
+	// Servers are the one or two servers that match the query best, each
+	// with the names of its other entries (not in Hits), best first: an
+	// answer names them compactly, so that a model that knows "squash a
+	// PR" is a merge can ask for the right tool by name.
+	Servers []ServerHit
 	// Weak is true when nothing matched well (the best hit is a poor match):
 	// the answer must say so plainly.
 	Weak bool
+}
+
+// ServerHit is a server ranked for a query.
+type ServerHit struct {
+	Name  string   // the server key
+	Score float64  // how well the server's document matches, for ordering
+	More  []string // exposed names of its other entries, best first, at most maxMore
 }
 
 const (
@@ -531,25 +575,77 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		limit = defaultLimit
 	}
 	limit = min(limit, maxLimit)
+	only := int32(-1)
+	if q.Server != "" {
+		sid, ok := ix.servers.ids[q.Server]
+		if !ok {
+			return Result{Weak: true}, nil
+		}
+		only = sid
+	}
 
+	exact := ix.exactNames(q, only)
 	qts := ix.queryTerms(q.Text)
-	if len(qts) == 0 {
+	if len(qts) == 0 && len(exact) == 0 {
 		return Result{Weak: true}, nil
 	}
-	depth := max(limit, ix.opts.rerankDepth)
-	cands, err := ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds), depth)
-	if err != nil {
-		return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+	var cands []candidate
+	if len(qts) > 0 {
+		depth := max(limit, ix.opts.rerankDepth)
+		var err error
+		cands, err = ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds, q.Server), depth)
+		if err != nil {
+			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+		}
 	}
-	if len(cands) == 0 {
+	if len(cands) == 0 && len(exact) == 0 {
 		return Result{Weak: true}, nil
 	}
-	ix.rerank(cands, qts)
-	res := Result{Weak: ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage}
+	var res Result
+	if len(cands) > 0 {
+		ix.rerank(cands, qts)
+		res.Weak = ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage
+	}
+	if len(exact) > 0 {
+		// A tool's exact name is a request for that tool: it comes first,
+		// however its description scores.
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { return slices.Contains(exact, c.i) })
+		top := 1.0
+		if len(cands) > 0 {
+			top = cands[0].score
+		}
+		lead := make([]candidate, len(exact))
+		for k, i := range exact {
+			lead[k] = candidate{i: i, score: top + 1}
+		}
+		cands = append(lead, cands...)
+		res.Weak = false
+	}
+	shown := make([]int, 0, limit)
 	for _, c := range cands[:min(limit, len(cands))] {
 		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
+		shown = append(shown, c.i)
+	}
+	if !res.Weak {
+		res.Servers = ix.rankServers(qts, cands, shown, q.Kinds, only)
 	}
 	return res, nil
+}
+
+// exactNames are the entries whose exposed name, or tool part, is the
+// query itself (case aside), within the query's kinds and server.
+func (ix *Index) exactNames(q Query, only int32) []int {
+	t := strings.ToLower(strings.TrimSpace(q.Text))
+	if t == "" || strings.ContainsAny(t, " \t\n") {
+		return nil
+	}
+	var out []int
+	for _, i := range ix.byName[t] {
+		if kindOK(ix.entries[i].Kind, q.Kinds) && (only < 0 || ix.serverOf[i] == only) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // candidates are the depth best entries by bluge's score, equal scores in
@@ -669,7 +765,7 @@ func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
 
 // queryTerms analyzes text and corrects words the catalog does not have.
 func (ix *Index) queryTerms(text string) []queryTerm {
-	var a analyzer
+	a := analyzer{vocab: ix.opts.vocab}
 	var own map[string]bool // terms the query has without its things' kinds
 	if ix.opts.describeThings {
 		if d := describeThings(text); d != text {
@@ -706,7 +802,7 @@ func (ix *Index) queryTerms(text string) []queryTerm {
 	return out
 }
 
-func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
+func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind, server string) bluge.Query {
 	bq := bluge.NewBooleanQuery()
 	inQuery := map[string]bool{}
 	for _, qt := range qts {
@@ -725,7 +821,7 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 		if ix.opts.relatedWeight <= 0 {
 			continue
 		}
-		for _, r := range vocab.related[qt.term] {
+		for _, r := range ix.vocabulary().related[qt.term] {
 			// A related word on most entries ("get", "list") adds little
 			// but costs a long postings walk.
 			if !inQuery[r] && float64(ix.df[r]) <= ix.opts.relatedMaxShare*float64(ix.docs) {
@@ -739,6 +835,10 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind) bluge.Query {
 			kq.AddShould(bluge.NewTermQuery(string(k)).SetField(fieldKind).SetBoost(0))
 		}
 		bq.AddMust(kq)
+		bq.SetMinShould(1)
+	}
+	if server != "" {
+		bq.AddMust(bluge.NewTermQuery(server).SetField(fieldSrvKey).SetBoost(0))
 		bq.SetMinShould(1)
 	}
 	return bq

@@ -338,9 +338,20 @@ func TestConcurrentSearchAndSwap(t *testing.T) {
 	}
 }
 
+// TestSpellerKeepsFirstLetter: a word one edit from a catalog word is
+// corrected only when the first letters agree; an unknown real word one
+// letter from a common one ("pocket", "socket") is left alone. The words
+// are made up for the test, not taken from any query set.
 func TestSpellerKeepsFirstLetter(t *testing.T) {
-	s := newSpeller(map[string]int{"layout": 9, "dump": 9, "write": 3, "directory": 2})
-	for w, want := range map[string]string{"wirte": "write", "directroy": "directory", "payout": "", "bump": ""} {
+	s := newSpeller(map[string]int{"socket": 9, "bucket": 9, "render": 3, "template": 2})
+	for w, want := range map[string]string{
+		"rendre":   "render",   // swap
+		"templte":  "template", // deletion
+		"buckets":  "bucket",   // insertion
+		"pocket":   "",         // first letter differs from socket
+		"tender":   "",         // ... from render
+		"sprocket": "",         // two edits
+	} {
 		if got := s.correct(w); got != want {
 			t.Errorf("correct(%q) = %q, want %q", w, got, want)
 		}

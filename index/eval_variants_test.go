@@ -1,0 +1,54 @@
+package index
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestEvalVariants reproduces every ablation docs/BENCHMARKS.md and the
+// comments of this package quote: each line is the index built another way,
+// ranked on the three sets. QUIVER_EVAL_VARIANTS=1 runs the ranking knobs;
+// =groups also drops each vocabulary group in turn (the test a group must
+// pass to stay: dropping it must cost the fresh set something).
+func TestEvalVariants(t *testing.T) {
+	mode := os.Getenv("QUIVER_EVAL_VARIANTS")
+	if mode == "" {
+		t.Skip("set QUIVER_EVAL_VARIANTS=1 (knobs) or =groups (each vocabulary group dropped) to compare ranking variants")
+	}
+	sets := loadSets(t)
+	variants := []variant{
+		{name: "default"},
+		{name: "no vocabulary", vocab: []synonymGroup{}},
+		{name: "no related expansion", mod: func(o *options) { o.relatedWeight = 0 }},
+		{name: "no typo correction", mod: func(o *options) { o.typoWeight = 0 }},
+		{name: "no query things", mod: func(o *options) { o.describeThings = false }},
+		{name: "no server clause", mod: func(o *options) { o.serverBoost = 0 }},
+		{name: "no domain prior", mod: func(o *options) { o.domainWeight = 0 }},
+		{name: "no params", mod: func(o *options) { o.weights = withWeight(o.weights, fieldParam, 0) }},
+		{name: "whole descriptions", mod: func(o *options) { o.descCap, o.descDistinct = 0, false }},
+		{name: "k1 1.2", mod: func(o *options) { o.k1 = 1.2 }},
+		{name: "b 0.5", mod: func(o *options) { o.b = 0.5 }},
+		{name: "no cover/head rerank", mod: func(o *options) { o.coverWeight, o.headWeight = 0, 0 }},
+	}
+	if mode == "groups" {
+		variants = variants[:2]
+		for i, g := range synonymGroups {
+			rest := append(append([]synonymGroup{}, synonymGroups[:i]...), synonymGroups[i+1:]...)
+			variants = append(variants, variant{name: fmt.Sprintf("-%d %s", i, strings.Join(g.words, "/")), vocab: rest})
+		}
+	}
+	for _, v := range variants {
+		t.Logf("%-40.40s %s", v.name, summary(evalVariant(t, sets, v)))
+	}
+}
+
+func withWeight(w map[string]int, field string, n int) map[string]int {
+	out := map[string]int{}
+	for k, v := range w {
+		out[k] = v
+	}
+	out[field] = n
+	return out
+}

@@ -1,0 +1,238 @@
+package index
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Servers are ranked as well as entries. A server's document is the text
+// of all its entries — a term counts once per entry that has it — and the
+// server's own words: its key and keywords, its title, its instructions
+// and the names of its prompts and resources. Where the right tool is
+// missed, its server is usually found (a chat request lands on slack even
+// when no single slack tool says "ping the team"), so an answer names the
+// other tools of the best one or two servers, and the model, which knows
+// what "squash a PR" means, can ask for the right one by name.
+
+// serverDocs are the servers' documents, by server id.
+type serverDocs struct {
+	names   []string                 // id -> key
+	ids     map[string]int32         // key -> id
+	own     map[string]map[int32]int // term -> id -> occurrences in the server's own text
+	length  []float64                // id -> document length (entries' distinct terms + own terms)
+	avgLen  float64                  //
+	sdf     map[string]int           // term -> servers whose document has it
+	entries [][]int                  // id -> its entries, in catalog order
+}
+
+// serverText is the text a server says about itself, read from the first
+// of its entries that carries it.
+func serverText(e Entry) string {
+	var sb strings.Builder
+	sb.WriteString(e.ServerTitle)
+	for _, x := range e.ServerExtras {
+		sb.WriteByte(' ')
+		sb.WriteString(x)
+	}
+	sb.WriteByte(' ')
+	sb.WriteString(clip(e.ServerInstructions, maxInstructionBytes))
+	return sb.String()
+}
+
+// maxInstructionBytes bounds what of a server's instructions is indexed:
+// past it they are rules of use, not what the server is for.
+const maxInstructionBytes = 2000
+
+// buildServerDocs makes the servers' documents once the entries are
+// analyzed; serverDF must be complete.
+func (ix *Index) buildServerDocs(ids map[string]int32) {
+	sd := &serverDocs{
+		names:   make([]string, len(ix.serverSize)),
+		ids:     ids,
+		own:     map[string]map[int32]int{},
+		length:  make([]float64, len(ix.serverSize)),
+		sdf:     map[string]int{},
+		entries: make([][]int, len(ix.serverSize)),
+	}
+	for key, id := range ids {
+		sd.names[id] = key
+	}
+	done := make([]bool, len(ix.serverSize))
+	a := &analyzer{vocab: ix.opts.vocab}
+	for i, e := range ix.entries {
+		sid := ix.serverOf[i]
+		if sid < 0 {
+			continue
+		}
+		sd.entries[sid] = append(sd.entries[sid], i)
+		if done[sid] {
+			continue
+		}
+		text := serverText(e)
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		done[sid] = true
+		for _, t := range a.terms(text) {
+			m := sd.own[t]
+			if m == nil {
+				m = map[int32]int{}
+				sd.own[t] = m
+			}
+			m[sid]++
+			sd.length[sid] += ix.opts.serverOwnWeight
+		}
+	}
+	for t, m := range ix.serverDF {
+		for sid, n := range m {
+			sd.length[sid] += float64(n)
+		}
+		sd.sdf[t] = len(m)
+	}
+	for t, m := range sd.own {
+		for sid := range m {
+			if ix.serverDF[t][sid] == 0 {
+				sd.sdf[t]++
+			}
+		}
+	}
+	var total float64
+	for _, l := range sd.length {
+		total += l
+	}
+	if len(sd.length) > 0 {
+		sd.avgLen = total / float64(len(sd.length))
+	}
+	ix.servers = sd
+}
+
+// serverScores scores every server whose document has a query term: BM25
+// over the servers' documents, an entry having the term counting one and
+// the server's own text serverOwnWeight per occurrence.
+func (ix *Index) serverScores(qts []queryTerm) map[int32]float64 {
+	sd := ix.servers
+	if sd == nil || len(sd.names) == 0 {
+		return nil
+	}
+	const k1, b = 1.2, 0.75
+	n := float64(len(sd.names))
+	out := map[int32]float64{}
+	for _, qt := range qts {
+		df := float64(sd.sdf[qt.term])
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		tf := map[int32]float64{}
+		for sid, c := range ix.serverDF[qt.term] {
+			tf[sid] += float64(c)
+		}
+		for sid, c := range sd.own[qt.term] {
+			tf[sid] += ix.opts.serverOwnWeight * float64(c)
+		}
+		for sid, f := range tf {
+			norm := k1 * (1 - b + b*sd.length[sid]/sd.avgLen)
+			out[sid] += qt.weight * idf * f * (k1 + 1) / (f + norm)
+		}
+	}
+	return out
+}
+
+// maxMore bounds the names an answer lists for one server.
+const maxMore = 12
+
+// moreServers is how many servers an answer lists the other tools of.
+const moreServers = 2
+
+// rankServers picks the servers an answer names: by their documents' score
+// for the query, plus the best of their entries' scores among the ranked
+// candidates, both as shares of the best. Each gets up to maxMore of its
+// other entries (not in shown), those that share most of the query first.
+func (ix *Index) rankServers(qts []queryTerm, cands []candidate, shown []int, kinds []Kind, only int32) []ServerHit {
+	docs := ix.serverScores(qts)
+	best := map[int32]float64{}
+	var top float64
+	for _, c := range cands {
+		sid := ix.serverOf[c.i]
+		if sid < 0 {
+			continue
+		}
+		if c.score > best[sid] {
+			best[sid] = c.score
+		}
+		top = max(top, c.score)
+	}
+	var docTop float64
+	for _, s := range docs {
+		docTop = max(docTop, s)
+	}
+	type scored struct {
+		sid   int32
+		score float64
+	}
+	var ranked []scored
+	seen := map[int32]bool{}
+	consider := func(sid int32) {
+		if seen[sid] || (only >= 0 && sid != only) {
+			return
+		}
+		seen[sid] = true
+		var s float64
+		if docTop > 0 {
+			s += ix.opts.serverDocWeight * docs[sid] / docTop
+		}
+		if top > 0 {
+			s += best[sid] / top
+		}
+		ranked = append(ranked, scored{sid, s})
+	}
+	for sid := range docs {
+		consider(sid)
+	}
+	for sid := range best {
+		consider(sid)
+	}
+	sort.Slice(ranked, func(a, b int) bool {
+		if ranked[a].score != ranked[b].score {
+			return ranked[a].score > ranked[b].score
+		}
+		return ranked[a].sid < ranked[b].sid
+	})
+	candScore := map[int]float64{}
+	for _, c := range cands {
+		candScore[c.i] = c.score
+	}
+	var out []ServerHit
+	for _, r := range ranked[:min(moreServers, len(ranked))] {
+		type more struct {
+			i     int
+			score float64
+		}
+		var ms []more
+		for _, i := range ix.servers.entries[r.sid] {
+			if slices.Contains(shown, i) || !kindOK(ix.entries[i].Kind, kinds) {
+				continue
+			}
+			// Candidates keep their rank; the rest follow by how much of
+			// the query they share.
+			s := ix.coverage(i, qts)
+			if cs, ok := candScore[i]; ok && top > 0 {
+				s = 1 + cs/top
+			}
+			ms = append(ms, more{i, s})
+		}
+		sort.SliceStable(ms, func(a, b int) bool { return ms[a].score > ms[b].score })
+		h := ServerHit{Name: ix.servers.names[r.sid], Score: r.score}
+		for _, m := range ms[:min(maxMore, len(ms))] {
+			h.More = append(h.More, ix.entries[m.i].Name)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func kindOK(k Kind, kinds []Kind) bool {
+	return len(kinds) == 0 || slices.Contains(kinds, k)
+}
