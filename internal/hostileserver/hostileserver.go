@@ -13,7 +13,6 @@
 package hostileserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -171,7 +171,7 @@ func tools() []server.ServerTool {
 			mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false))
 	}
 	schemaTool := sized("schema_big", "A large result under a declared outputSchema.", defaultSchemaBytes)
-	schemaTool.RawOutputSchema = json.RawMessage(outputSchema)
+	schemaTool.RawOutputSchema = json.RawMessage(OutputSchema)
 	echo := plain("echo", "Return the arguments as JSON text.")
 	echo.InputSchema.AdditionalProperties = true
 	return []server.ServerTool{
@@ -180,7 +180,7 @@ func tools() []server.ServerTool {
 		{Tool: sized("big_text", "A large text-only result full of characters JSON escapes.", defaultTextBytes), Handler: bigText},
 		{Tool: schemaTool, Handler: schemaBig},
 		{Tool: echo, Handler: echoArgs},
-		{Tool: plain("get_env", "The server process's environment, one NAME=value a line."), Handler: getEnv},
+		{Tool: plain("get_env", "The server process's environment, one NAME=value a line, then ARGV= and its command line as JSON."), Handler: getEnv},
 		{Tool: plain("stderr_secret", "Write long stderr lines with secrets straddling 8 KiB."), Handler: stderrSecret},
 	}
 }
@@ -222,9 +222,9 @@ func bigText(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, e
 	return mcp.NewToolResultText(repeat(Escapy, size(req, defaultTextBytes))), nil
 }
 
-// outputSchema is schema_big's declared output: every field required,
+// OutputSchema is schema_big's declared output: every field required,
 // body a string, count an integer.
-const outputSchema = `{
+const OutputSchema = `{
   "type": "object",
   "properties": {
     "title": {"type": "string"},
@@ -262,26 +262,48 @@ func echoArgs(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, 
 func getEnv(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	env := os.Environ()
 	sort.Strings(env)
-	return mcp.NewToolResultText(strings.Join(env, "\n")), nil
+	argv, _ := json.Marshal(os.Args)
+	return mcp.NewToolResultText(strings.Join(env, "\n") + "\nARGV=" + string(argv)), nil
 }
 
-// stderrSecret writes one line for Token and one for $HOSTILE_SECRET,
-// each long enough that a reader splitting at 8 KiB cuts the secret in
-// two, then says which it wrote.
-func stderrSecret(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var b bytes.Buffer
+// stderrSecret writes each secret (Token, then $HOSTILE_SECRET) to stderr
+// the two ways a line reader splits a line: across 8 KiB (a first write of
+// 8 KiB and the secret's first half, the rest a moment later) and across
+// a pause (half, a 700 ms pause, the other half). Spaces around the secret
+// keep it a word of its own, so only the split can hide it from a redactor.
+func stderrSecret(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	n := 0
+	write := func(s string) error {
+		k, err := os.Stderr.WriteString(s)
+		n += k
+		return err
+	}
+	pause := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for _, secret := range []string{Token, os.Getenv(SecretEnv)} {
 		if secret == "" {
 			continue
 		}
-		pad := StderrSplit - len(secret)/2
-		b.WriteString(strings.Repeat("x", pad))
-		b.WriteString(secret)
-		b.WriteString(strings.Repeat("y", StderrSplit))
-		b.WriteByte('\n')
+		h := len(secret) / 2
+		steps := []func() error{
+			func() error { return write(strings.Repeat(".", StderrSplit-1) + " " + secret[:h]) },
+			func() error { return pause(50 * time.Millisecond) },
+			func() error { return write(secret[h:] + " " + strings.Repeat(".", 100) + "\n") },
+			func() error { return write("pause: " + secret[:h]) },
+			func() error { return pause(700 * time.Millisecond) },
+			func() error { return write(secret[h:] + " end\n") },
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if _, err := os.Stderr.Write(b.Bytes()); err != nil {
-		return nil, err
-	}
-	return mcp.NewToolResultText(fmt.Sprintf("wrote %d bytes to stderr", b.Len())), nil
+	return mcp.NewToolResultText(fmt.Sprintf("wrote %d bytes to stderr", n)), nil
 }
