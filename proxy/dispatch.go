@@ -73,12 +73,11 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	} else {
 		call.Closest = s.closest(ss, st, name, 3, index.KindMCP)
 	}
-	d, id := s.admit(ctx, ss, call)
+	d, id := s.admit(ctx, ss, call, true)
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
-		reason := registry.Redact(d.Reason, s.cfg().Secrets)
-		log.Info("call refused", "reason", reason)
-		return builtin.Refusal(d.Code, reason)
+		log.Info("call refused", "reason", d.Reason)
+		return builtin.Refusal(d.Code, d.Reason)
 	}
 	res, err := s.forward(ctx, name, d.Args, meta)
 	if err != nil {
@@ -114,9 +113,18 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 
 // admit decides a call and records it. An allowed call comes back with
 // its ledger id, already recorded as started (the one write a call waits
-// for); a refusal is recorded in the background; an ask goes to approval.
-func (s *Server) admit(ctx context.Context, ss *session, call gate.Call) (gate.Decision, int64) {
+// for); a refusal is recorded in the background; an ask goes to approval
+// when mayAsk, and is refused when not. The decision's reason and
+// justification are redacted before anything stores or shows them: a
+// reason may quote the arguments, and the arguments may hold a token.
+func (s *Server) admit(ctx context.Context, ss *session, call gate.Call, mayAsk bool) (gate.Decision, int64) {
 	d := s.gate().Evaluate(ctx, call)
+	redact := s.redactor()
+	d.Reason, d.Justification = redact(d.Reason), redact(d.Justification)
+	if d.Verdict == gate.Ask && !mayAsk {
+		d.Verdict = gate.Deny
+		d.Reason += " quiver asks no one about this kind of request, so it was refused."
+	}
 	if s.ledger == nil {
 		if d.Verdict == gate.Ask {
 			d = s.approve(ctx, ss, call, d, 0)

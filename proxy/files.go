@@ -30,7 +30,7 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	tool := readFileTool
 	call := gate.Call{Session: f.ss.key, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn(),
 		Roots: f.s.relay.sessionRoots(ctx)}
-	d, id := f.s.admit(ctx, f.ss, call)
+	d, id := f.s.admit(ctx, f.ss, call, true)
 	if d.Verdict != gate.Allow {
 		return nil, 0, builtin.Refusal(d.Code, d.Reason)
 	}

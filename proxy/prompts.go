@@ -97,10 +97,14 @@ func contains(list []string, s string) bool {
 // promptHandler forwards prompts/get to the prompt's server.
 func (m *mirror) promptHandler(ref promptRef) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		done, err := m.s.enter(ctx, ref.server, opPrompt, stringArgs(req.Params.Arguments), true)
+		if err != nil {
+			return nil, err
+		}
 		fctx, meta, end := m.s.relay.begin(ctx, ref.server, req.Params.Meta)
 		defer end()
 		var res *mcp.GetPromptResult
-		err := m.s.reg.Do(fctx, ref.server, func(ctx context.Context, c *client.Client) error {
+		err = m.s.reg.Do(fctx, ref.server, func(ctx context.Context, c *client.Client) error {
 			out := mcp.GetPromptRequest{}
 			out.Params.Name = ref.name
 			out.Params.Arguments = req.Params.Arguments
@@ -109,6 +113,7 @@ func (m *mirror) promptHandler(ref promptRef) server.PromptHandlerFunc {
 			res, err = c.GetPrompt(ctx, out)
 			return err
 		})
+		done(err)
 		if err != nil {
 			return nil, m.s.redactErr(fmt.Errorf("prompt %q of server %s: %w", ref.name, ref.server, err))
 		}

@@ -164,6 +164,10 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
+	done, err := m.s.enter(ctx, srv, opResourceRead, m.resourceArgs(srv, orig), true)
+	if err != nil {
+		return nil, err
+	}
 	fctx, meta, end := m.s.relay.begin(ctx, srv, req.Params.Meta)
 	defer end()
 	var res *mcp.ReadResourceResult
@@ -175,6 +179,7 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 		res, err = c.ReadResource(ctx, out)
 		return err
 	})
+	done(err)
 	if err != nil {
 		return nil, m.s.redactErr(fmt.Errorf("read %q from server %s: %w", orig, srv, err))
 	}
@@ -253,8 +258,19 @@ func (m *mirror) subscriptionHook(ctx context.Context, _ any, message any) error
 	if uri == "" {
 		return nil // mcp-go answers "uri is required"
 	}
-	if _, _, err := m.resolve(uri); err != nil {
+	srv, orig, err := m.resolve(uri)
+	if err != nil {
 		return err
+	}
+	if on {
+		// A subscription reads the resource at every change: it is
+		// judged like a read, but never asks (the answer would come
+		// long after the request that needed it).
+		done, err := m.s.enter(ctx, srv, opSubscribe, m.resourceArgs(srv, orig), false)
+		if err != nil {
+			return err
+		}
+		done(nil)
 	}
 	sid := sessionID(ctx)
 	if !m.s.relay.subscribe(sid, uri, on) {
@@ -314,7 +330,7 @@ func (c completion) CompletePromptArgument(ctx context.Context, name string, arg
 	if !ok {
 		return &mcp.Completion{Values: []string{}}, nil
 	}
-	return c.forward(ctx, ref.server, mcp.PromptReference{Type: "ref/prompt", Name: ref.name}, arg, cc)
+	return c.forward(ctx, ref.server, mcp.PromptReference{Type: "ref/prompt", Name: ref.name}, nil, arg, cc)
 }
 
 func (c completion) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
@@ -322,12 +338,32 @@ func (c completion) CompleteResourceArgument(ctx context.Context, uri string, ar
 	if err != nil {
 		return nil, err
 	}
-	return c.forward(ctx, srv, mcp.ResourceReference{Type: "ref/resource", URI: orig}, arg, cc)
+	return c.forward(ctx, srv, mcp.ResourceReference{Type: "ref/resource", URI: orig}, c.m.resourceArgs(srv, orig), arg, cc)
 }
 
-func (c completion) forward(ctx context.Context, srv string, ref any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+// forward asks srv to complete arg. The gate sees the value being typed,
+// the other arguments already given and, for a template, its URI: a
+// completion lists what is there, so a folder outside the fence is not
+// listed. A refused completion is an empty one, not an error: the host
+// asks at every keystroke, and the ledger has the refusal.
+func (c completion) forward(ctx context.Context, srv string, ref any, args map[string]any, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	for k, v := range cc.Arguments {
+		args[k] = v
+	}
+	args[arg.Name] = arg.Value
+	done, err := c.m.s.enter(ctx, srv, opComplete, args, false)
+	if errors.Is(err, errRefused) {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	var out *mcp.Completion
-	err := c.m.s.reg.Do(ctx, srv, func(ctx context.Context, cl *client.Client) error {
+	defer func() { done(err) }()
+	err = c.m.s.reg.Do(ctx, srv, func(ctx context.Context, cl *client.Client) error {
 		if cl.GetServerCapabilities().Completions == nil {
 			out = &mcp.Completion{Values: []string{}}
 			return nil

@@ -240,18 +240,18 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	server.WithWorkerPoolSize(64)(ss)
 	server.WithQueueSize(1000)(ss)
 	ss.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
-	return ss.Listen(ctx, in, out)
+	return ss.Listen(ctx, in, &lineExit{w: out, x: s.exit()})
 }
 
 // HTTPHandler serves streamable HTTP at /mcp with stateful sessions
 // (an unknown session id gets 404 so the client re-initializes) and
 // mcp-go's DNS-rebinding protection.
 func (s *Server) HTTPHandler() http.Handler {
-	return sseResponses(server.NewStreamableHTTPServer(s.mcp,
+	return sseResponses(httpExit(server.NewStreamableHTTPServer(s.mcp,
 		server.WithStateful(true),
 		server.WithSessionIdleTTL(30*time.Minute),
 		server.WithStreamableHTTPLogger(s.log),
-	))
+	), s.exit()))
 }
 
 // catalogChanged is the registry's hook; the newest catalog wins.

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// The entrance is the one way in. Every request that reaches a downstream
+// server and can read or change something is a gate.Call, decided by
+// gate.Evaluate and recorded in the ledger by admit: tools/call and
+// call_tool through dispatch, and the other methods — resources/read,
+// resources/subscribe, prompts/get, completion/complete — through enter,
+// as calls of the operation's own name on the server:
+//
+//	<prefix>__resources.read   {"resource": uri, and a template's variables}
+//	<prefix>__resources.subscribe
+//	<prefix>__prompts.get      the prompt's arguments
+//	<prefix>__completion.complete  the argument being completed and its context
+//
+// A dot never occurs in an exposed tool name, so these names cannot be
+// confused with a tool's; policy rules and classes can name them (a rule
+// for "filesystem__*" covers them). Each is a read: the fence judges the
+// paths in its arguments (a file: URI, a value shaped like a path, an
+// argument named like one) exactly as it judges a tool's.
+const (
+	opResourceRead = "resources.read"
+	opSubscribe    = "resources.subscribe"
+	opPrompt       = "prompts.get"
+	opComplete     = "completion.complete"
+)
+
+// errRefused marks a pass-through request the gate refused; the error's
+// text is the decision's code and sentence.
+var errRefused = errors.New("refused by quiver's gate")
+
+type refusal struct{ d gate.Decision }
+
+func (r refusal) Error() string        { return r.d.Code + ": " + r.d.Reason }
+func (r refusal) Is(target error) bool { return target == errRefused }
+
+// enter admits one pass-through request of operation op to server srv.
+// mayAsk says whether an ask may become an approval card: reads and
+// prompts may; a completion (asked at every keystroke) or a subscription
+// may not, and is refused instead. On success it returns a function that
+// records how the request ended.
+func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any, mayAsk bool) (func(error), error) {
+	ss := s.session(ctx)
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encode the arguments of %s: %w", op, err)
+	}
+	name := s.prefixOf(srv) + "__" + op
+	call := gate.Call{Session: ss.key, Name: name, Args: raw, Turn: ss.currentTurn(),
+		Roots: s.relay.sessionRoots(ctx), Visible: true,
+		Tool: s.opTool(name, srv)}
+	d, id := s.admit(ctx, ss, call, mayAsk)
+	if d.Verdict != gate.Allow {
+		s.log.Info("request refused", "session", ss.id, "op", name, "code", d.Code, "reason", d.Reason)
+		return nil, refusal{d}
+	}
+	return func(err error) {
+		switch {
+		case err == nil:
+			s.ended(id, gate.OutcomeOK, "")
+		case errors.Is(err, context.Canceled):
+			s.ended(id, gate.OutcomeCancelled, "error.cancelled")
+		default:
+			s.ended(id, gate.OutcomeError, "error.downstream")
+		}
+	}, nil
+}
+
+// opTool is the gate's view of a pass-through operation on srv: a read,
+// judged in the server's frame like its tools.
+func (s *Server) opTool(name, srv string) *gate.Tool {
+	return gateToolFor(s.cfg(), registry.Tool{Exposed: name, Server: srv, Name: name,
+		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)}})
+}
+
+// resourceArgs are the arguments the gate sees for a URI of srv: the URI
+// itself, under a name that says nothing of paths (a file: URI is a path
+// by its shape; notes://x is not a path at all) and, for a URI that fills a
+// template of another scheme, the template's variables, so that
+// notes://{+path} has its path fenced like any argument named path. A
+// file: template's variables are the URI's own path, already judged.
+func (m *mirror) resourceArgs(srv, uri string) map[string]any {
+	args := map[string]any{"resource": uri}
+	if schemeOf(uri) == "file" {
+		return args
+	}
+	m.mu.Lock()
+	v := m.views[srv]
+	m.mu.Unlock()
+	if v == nil {
+		return args
+	}
+	for _, t := range v.templates {
+		tmpl, err := uritemplate.New(templateRaw(t))
+		if err != nil {
+			continue
+		}
+		vals := tmpl.Match(uri)
+		if vals == nil {
+			continue
+		}
+		for _, name := range tmpl.Varnames() {
+			if _, taken := args[name]; taken {
+				continue
+			}
+			val, ok := vals[name]
+			switch {
+			case !ok || !val.Valid():
+			case val.T == uritemplate.ValueTypeString:
+				args[name] = val.String()
+			default:
+				var list []any
+				for _, e := range append(val.List(), val.KV()...) {
+					list = append(list, e)
+				}
+				args[name] = list
+			}
+		}
+	}
+	return args
+}
+
+// stringArgs turns prompt or completion arguments into the gate's form.
+func stringArgs(in map[string]string) map[string]any {
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,491 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// The exit is the one way out. Every JSON-RPC message quiver writes to the
+// host — responses, errors, server-to-client requests (approval cards,
+// relayed sampling and elicitation) and notifications — passes through
+// exit.message as the bytes that are actually sent, over stdio and over
+// HTTP alike. There it is redacted (the configuration's secrets and the
+// credential shapes, in every string and key) and, when it carries a
+// result larger than the configured bound, cut.
+//
+// Earlier code redacted each field it knew of, and a field it did not know
+// of (mcp-go's RawStructuredContent, sent as the downstream's own bytes)
+// went out in clear. Working on the serialized message closes that class:
+// a new method or a new field has no other way through.
+//
+// The typed steps before it (bound for tool results, the per-listing
+// redaction) still run, because they can do better than bytes: keep a
+// result valid against its output schema, keep search's index free of
+// secrets. The exit is what makes them not load-bearing.
+type exit struct {
+	secrets func() []registry.Secret
+	limit   func() int
+}
+
+// exit is the one exit of s, reading the configuration in force at each
+// message.
+func (s *Server) exit() exit {
+	return exit{
+		secrets: func() []registry.Secret { return s.cfg().Secrets },
+		limit:   func() int { return s.cfg().Surface.MaxResultBytes },
+	}
+}
+
+// boundSlack is room for the JSON-RPC envelope and the cut notice on top
+// of the result bound: the bound is on what the tool said, not the frame.
+const boundSlack = 1 << 10
+
+// message returns msg as it may be sent: redacted, and bounded when it is
+// a result over the limit. msg is one JSON-RPC message without framing.
+func (x exit) message(msg []byte) []byte {
+	secrets := x.secrets()
+	redact := func(s string) string { return registry.Redact(s, secrets) }
+	limit := x.limit()
+	big := limit > 0 && len(msg) > limit+boundSlack
+	if !big && clean(msg, secrets, redact) {
+		return msg
+	}
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		// Not JSON (never from mcp-go): redact the text as it is.
+		return []byte(redact(string(msg)))
+	}
+	v, changed := redactValue(v, redact)
+	if big && boundMessage(v, limit) {
+		changed = true
+	}
+	if !changed {
+		return msg
+	}
+	out, err := marshalPlain(v)
+	if err != nil {
+		return []byte(redact(string(msg)))
+	}
+	return out
+}
+
+// clean reports, without decoding, that msg has nothing to redact. The
+// bytes of a JSON text differ from the strings it holds only at escapes,
+// so it looks at a copy where each escape whose character can be part of
+// no secret (\n, \t, \", <, & ...) is blanked to spaces of the same
+// length: a match there is a match in the decoded strings, and a miss is a
+// miss, because the blank is, like the character it stands for, neither a
+// word character nor part of a secret. An escape that could stand for a
+// word character (\u0067 is "g", \/ is "/") sends the message to the slow
+// path, where it is decoded.
+func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bool {
+	if bytes.IndexByte(msg, '\\') < 0 {
+		return redact(string(msg)) == string(msg)
+	}
+	view := make([]byte, len(msg))
+	copy(view, msg)
+	for i := 0; i < len(view); i++ {
+		if view[i] != '\\' || i+1 >= len(view) {
+			continue
+		}
+		n := 2
+		switch view[i+1] {
+		case 'n', 't', 'r', 'b', 'f', '"', '\\':
+			if view[i+1] == '"' || view[i+1] == '\\' {
+				if secretHas(secrets, rune(view[i+1])) {
+					return false
+				}
+			}
+		case 'u':
+			if i+6 > len(view) {
+				return false
+			}
+			r, ok := blankable(view[i+2 : i+6])
+			if !ok || secretHas(secrets, r) {
+				return false
+			}
+			n = 6
+		default:
+			return false
+		}
+		for j := i; j < i+n; j++ {
+			view[j] = ' '
+		}
+		i += n - 1
+	}
+	return redact(string(view)) == string(view)
+}
+
+// blankable decodes the four hex digits of a \u escape and reports whether
+// the character is one encoding/json escapes of its own accord (control
+// characters, <, >, &, U+2028, U+2029, U+FFFD): none is a word character.
+func blankable(hex []byte) (rune, bool) {
+	var r rune
+	for _, h := range hex {
+		switch {
+		case h >= '0' && h <= '9':
+			r = r<<4 | rune(h-'0')
+		case h >= 'a' && h <= 'f':
+			r = r<<4 | rune(h-'a'+10)
+		case h >= 'A' && h <= 'F':
+			r = r<<4 | rune(h-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	switch {
+	case r < 0x20, r == '<', r == '>', r == '&', r == 0x2028, r == 0x2029, r == utf8.RuneError:
+		return r, true
+	}
+	return r, false
+}
+
+func secretHas(secrets []registry.Secret, r rune) bool {
+	for _, s := range secrets {
+		if strings.ContainsRune(s.Value, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// marshalPlain encodes v without encoding/json's HTML escaping (the host
+// is no browser) and without the trailing newline an Encoder adds.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// boundMessage cuts an oversized result in place: the longest strings
+// first, each at a character boundary with a notice, until the result
+// fits the limit, and marks it _meta["quiver/truncated"]. A message
+// without a result (a request, a notification, an error) is bounded the
+// same way in its params or error; listings (tools, prompts, resources)
+// and initialize are never cut: they are quiver's own and a cut would
+// break them. It reports whether it cut anything.
+func boundMessage(v any, limit int) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	body, key := m["result"], "result"
+	if body == nil {
+		if body, key = m["params"], "params"; body == nil {
+			body, key = m["error"], "error"
+		}
+	}
+	obj, ok := body.(map[string]any)
+	if !ok {
+		return false
+	}
+	if key == "result" {
+		for _, listing := range []string{"tools", "prompts", "resources", "resourceTemplates", "protocolVersion"} {
+			if _, ok := obj[listing]; ok {
+				return false
+			}
+		}
+	}
+	total := jsonSize(obj)
+	if total <= limit {
+		return false
+	}
+	var strs []*cutString
+	collectStrings(obj, func(s *cutString) { strs = append(strs, s) })
+	sort.SliceStable(strs, func(i, j int) bool { return len(strs[i].get()) > len(strs[j].get()) })
+	over := total - limit + 200 // room for the notices and the mark
+	const notice = "\n[quiver: cut here: %d of %d bytes not shown; ask for less]"
+	for _, s := range strs {
+		cur := s.get()
+		// Short strings are names, URIs and types: cutting them would
+		// break the result, and cannot be what made it large.
+		if over <= 0 || len(cur) < 512 {
+			break
+		}
+		size := jsonLen(cur)
+		room := size - over - len(fmt.Sprintf(notice, len(cur), len(cur)))
+		keep := prefixWithin(cur, max(0, room))
+		cut := cur[:keep] + fmt.Sprintf(notice, len(cur)-keep, len(cur))
+		s.set(cut)
+		over -= size - jsonLen(cut)
+	}
+	meta, _ := obj["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["quiver/truncated"] = true
+	obj["_meta"] = meta
+	return true
+}
+
+// cutString is a handle on one string inside a decoded JSON value.
+type cutString struct {
+	get func() string
+	set func(string)
+}
+
+// collectStrings hands every string value under v (not keys: a cut key
+// would change the shape) to f.
+func collectStrings(v any, f func(*cutString)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if _, ok := e.(string); ok {
+				f(&cutString{get: func() string { return x[k].(string) }, set: func(n string) { x[k] = n }})
+				continue
+			}
+			collectStrings(e, f)
+		}
+	case []any:
+		for i, e := range x {
+			if _, ok := e.(string); ok {
+				f(&cutString{get: func() string { return x[i].(string) }, set: func(n string) { x[i] = n }})
+				continue
+			}
+			collectStrings(e, f)
+		}
+	}
+}
+
+func jsonSize(v any) int {
+	b, err := marshalPlain(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// jsonLen is the exact length of s as a JSON string (quotes included) the
+// way marshalPlain writes it: control characters, quotes and backslashes
+// escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 as \u escapes.
+func jsonLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			n += asciiLen(c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 6
+		case r == 0x2028 || r == 0x2029:
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+func asciiLen(c byte) int {
+	switch c {
+	case '"', '\\', '\n', '\r', '\t', '\b', '\f':
+		return 2
+	}
+	if c < 0x20 {
+		return 6
+	}
+	return 1
+}
+
+// prefixWithin is the length of the longest prefix of s, ending at a
+// character boundary, whose JSON string form is at most budget bytes.
+func prefixWithin(s string, budget int) int {
+	n := 2
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w := size
+		switch {
+		case size == 1 && s[i] < utf8.RuneSelf:
+			w = asciiLen(s[i])
+		case r == utf8.RuneError && size == 1, r == 0x2028, r == 0x2029:
+			w = 6
+		}
+		if n+w > budget {
+			return i
+		}
+		n += w
+		i += size
+	}
+	return len(s)
+}
+
+// lineExit is the exit for a stream of newline-framed messages (stdio).
+type lineExit struct {
+	mu  sync.Mutex
+	w   io.Writer
+	x   exit
+	buf []byte
+}
+
+func (l *lineExit) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := l.buf[:i]
+		var err error
+		if len(bytes.TrimSpace(line)) == 0 {
+			_, err = l.w.Write([]byte("\n"))
+		} else {
+			out := l.x.message(line)
+			_, err = l.w.Write(append(out[:len(out):len(out)], '\n'))
+		}
+		l.buf = l.buf[i+1:]
+		if err != nil {
+			return len(p), err
+		}
+	}
+	if len(l.buf) == 0 {
+		l.buf = nil
+	}
+	return len(p), nil
+}
+
+// httpExit puts the exit in front of an HTTP handler: a JSON answer is
+// rewritten whole, an event stream event by event.
+func httpExit(next http.Handler, x exit) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ew := &exitWriter{ResponseWriter: w, x: x}
+		next.ServeHTTP(ew, r)
+		ew.finish()
+	})
+}
+
+// exitWriter is the ResponseWriter httpExit hands on.
+type exitWriter struct {
+	http.ResponseWriter
+	x           exit
+	wroteHeader bool
+	mode        int // 0 pass, 1 JSON body, 2 event stream
+	code        int
+	body        bytes.Buffer
+}
+
+const (
+	passBody = iota
+	jsonBody
+	eventBody
+)
+
+func (w *exitWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	ct := w.Header().Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/json"):
+		// Written at finish, when its new length is known.
+		w.mode, w.code = jsonBody, code
+		w.Header().Del("Content-Length")
+		return
+	case strings.HasPrefix(ct, "text/event-stream"):
+		w.mode = eventBody
+		w.Header().Del("Content-Length")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *exitWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	switch w.mode {
+	case jsonBody:
+		return w.body.Write(p)
+	case eventBody:
+		w.body.Write(p)
+		for {
+			b := w.body.Bytes()
+			i := bytes.Index(b, []byte("\n\n"))
+			if i < 0 {
+				return len(p), nil
+			}
+			ev := w.event(b[:i])
+			w.body.Next(i + 2)
+			if _, err := w.ResponseWriter.Write(ev); err != nil {
+				return len(p), err
+			}
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// event rewrites one server-sent event: its data lines are one message.
+func (w *exitWriter) event(ev []byte) []byte {
+	var out, data bytes.Buffer
+	hasData := false
+	for _, line := range bytes.Split(ev, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if hasData {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(d, []byte(" ")))
+			hasData = true
+			continue
+		}
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	if hasData {
+		msg := w.x.message(data.Bytes())
+		for _, l := range bytes.Split(msg, []byte("\n")) {
+			out.WriteString("data: ")
+			out.Write(l)
+			out.WriteByte('\n')
+		}
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+func (w *exitWriter) Flush() {
+	if w.mode == jsonBody {
+		return
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *exitWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *exitWriter) finish() {
+	switch w.mode {
+	case jsonBody:
+		body := bytes.TrimSpace(w.body.Bytes())
+		if len(body) > 0 {
+			body = w.x.message(body)
+		}
+		w.ResponseWriter.WriteHeader(w.code)
+		_, _ = w.ResponseWriter.Write(body)
+	case eventBody:
+		if rest := bytes.TrimSpace(w.body.Bytes()); len(rest) > 0 {
+			_, _ = w.ResponseWriter.Write(w.event(rest))
+		}
+	}
+}
