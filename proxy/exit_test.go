@@ -93,7 +93,9 @@ func TestExitBoundsResults(t *testing.T) {
 	t.Run("resource_contents", func(t *testing.T) {
 		msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"file:///a","text":%q}]}}`, strings.Repeat("y", 1<<20))
 		out := x.message([]byte(msg))
-		var res struct{ Result struct{ Contents []struct{ URI string } } }
+		var res struct {
+			Result struct{ Contents []struct{ URI string } }
+		}
 		_ = json.Unmarshal(out, &res)
 		if len(out) > limit+boundSlack || len(res.Result.Contents) != 1 || res.Result.Contents[0].URI != "file:///a" {
 			t.Fatalf("%d bytes sent: %.200s", len(out), out)
