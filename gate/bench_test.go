@@ -26,7 +26,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	os.WriteFile(src, []byte("package main"), 0o644)
 	g := f.gate(b, Policy{Rules: []Rule{{Tool: "fs__delete*", Action: "ask"}}})
 	tool := *moveTool
-	tool.Dir = f.root
+	tool.Bases = []string{f.root}
 	args := json.RawMessage(`{"source":` + js(src) + `,"destination":"project/build/main.go","overwrite":true}`)
 	c := Call{Session: "s", Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: 1}
 	ctx := context.Background()
@@ -123,7 +123,7 @@ func FuzzEvaluate(f *testing.F) {
 	open := json.RawMessage(`{"type":"object"}`)
 	tools := []*Tool{
 		readTool, writeTool, deleteTool, runTool, fetchTool, moveTool,
-		{Name: "x__any", Schema: open, Dir: fx.root, PathArgs: []string{"notebook"}},
+		{Name: "x__any", Schema: open, Bases: []string{fx.root}, PathArgs: []string{"notebook"}},
 		{Name: "x__ro", Class: ClassRead, Schema: open},
 	}
 	ctx := context.Background()

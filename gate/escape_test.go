@@ -87,8 +87,8 @@ func TestEscapeCorpus(t *testing.T) {
 	ctx := context.Background()
 	open := json.RawMessage(`{"type":"object"}`)
 	tools := []*Tool{
-		{Name: "fs__read_any", Class: ClassRead, Schema: open, Dir: f.root},
-		{Name: "fs__write_any", Class: ClassWrite, Schema: open, Dir: f.root},
+		{Name: "fs__read_any", Class: ClassRead, Schema: open, Bases: []string{f.root}, Home: f.outside},
+		{Name: "fs__write_any", Class: ClassWrite, Schema: open, Bases: []string{f.root}, Home: f.outside},
 	}
 	for _, c := range corpus.Controls {
 		for _, tl := range tools {
@@ -237,6 +237,8 @@ func TestPathArgumentNames(t *testing.T) {
 		"profile": false, "xpath": false, "file_id": false, "content": false, "name": false,
 		"fileSize": false, "query": false, "url": false, "file1": true, "path_2": true, "md5": false,
 		"pathInProject": true, "file_path_list": true, "dir_mode": false, "uri": true, "workspace": true,
+		"from": true, "to": true, "src": true, "dst": true, "dest": true, "target": true, "old_path": true,
+		"newPath": true, "reply_to": false, "valid_from": false, "toggle": false,
 	} {
 		if got := isPathKey(name); got != want {
 			t.Errorf("isPathKey(%q) = %v, want %v", name, got, want)
@@ -250,7 +252,7 @@ func TestNestedAndPaddedPaths(t *testing.T) {
 	f := newFixture(t)
 	g := f.gate(t, Policy{})
 	ctx := context.Background()
-	open := &Tool{Name: "fs__any", Class: ClassRead, Schema: json.RawMessage(`{"type":"object"}`), Dir: f.root}
+	open := &Tool{Name: "fs__any", Class: ClassRead, Schema: json.RawMessage(`{"type":"object"}`), Bases: []string{f.root}, Home: f.outside}
 	secret := filepath.Join(f.outside, "secret.txt")
 	for _, args := range []string{
 		`{"files":[{"name":` + js(secret) + `,"content":"x"}]}`,
@@ -278,7 +280,8 @@ func TestNestedAndPaddedPaths(t *testing.T) {
 			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)
 		}
 	}
-	// What is not a path stays out of the fence.
-	d := g.Evaluate(ctx, call(open, `{"files":[{"name":"notes.txt","content":"/etc/passwd is mentioned here"}],"profile":"/x"}`))
+	// What is not a path stays out of the fence: content that spans lines,
+	// a plain word under a name that is not a path.
+	d := g.Evaluate(ctx, call(open, `{"files":[{"name":"notes.txt","content":"/etc/passwd is mentioned\nhere"}],"profile":"x"}`))
 	check(t, d, want{Allow, CodeAllow, nil})
 }

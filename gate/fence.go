@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,9 +24,39 @@ import (
 // lies under a root. When a string can be read more than one way (a
 // file:// URI or a literal name, with or without "~" expanded, backslashes
 // as separators or not, percent-decoded or not, Unicode-normalised or not,
-// ".." applied before or after symlinks) every reading is resolved and
-// every one must be inside: quiver cannot know which reading the server
-// will pick, so it never guesses.
+// ".." applied before or after symlinks, against any of the server's base
+// folders) every reading is resolved and every one must be inside: quiver
+// cannot know which reading the server will pick, so it never guesses.
+//
+// The frame. A path is judged where the server will open it, not where
+// quiver runs: a relative path is read against each folder the server
+// declares it resolves against (Tool.Bases: its path_base, or its allowed
+// folders for servers like server-filesystem), and "~" is the server's
+// HOME (Tool.Home). A reading quiver cannot place — a relative path, ".",
+// "" or "./x" on a server that declares no base, "~" of an unknown HOME, a
+// Windows path on this host — is unresolved, and an unresolved path is
+// outside: the call asks, and only a one-use permit for the exact call can
+// answer it (a grant for a path covers only paths quiver placed).
+//
+// The shapes. Arguments are paths by their name (path, file, dir, from,
+// to, ... — isPathKey — or declared in config) and by their shape: any
+// string at any depth that starts with "/", "~/", "./", "../", "file:", a
+// Windows drive or "\\" is a path whatever its argument is called, unless
+// it spans lines or is longer than any path (content, not a path). Object
+// keys of the same shapes are paths too.
+//
+// Protected paths. quiver's own files (WithProtected) are refused to every
+// call before the fence is consulted; a call that may change something is
+// also refused a reading that holds them (their folder or any ancestor).
+// Reading an ancestor (listing a home folder) stays allowed: it shows that
+// the files exist, not what they hold.
+//
+// The caps. A call may carry at most maxPathValues path values, whose
+// readings may number at most maxReadings and cost at most maxLstats file
+// system lookups and maxLookups path components walked by the kernel
+// (an lstat of a path k components deep walks k); past any of them the
+// call is refused (deny.args_too_complex) before more work is done, so
+// the fence's cost per call is bounded whatever the model writes.
 
 // maxPathLen is the longest path argument the fence will resolve; longer
 // is refused rather than truncated (Linux PATH_MAX).
@@ -53,14 +85,15 @@ func bad(format string, a ...any) error { return &badPath{fmt.Sprintf(format, a.
 
 // resolver turns path strings into absolute, symlink-free paths.
 type resolver struct {
-	home string // the user's home, for "~"
-	wd   string // quiver's working directory: a server with no Dir inherits it
+	// userHome is the home of the user running quiver, for "~" in quiver's
+	// own configuration (allowed_dirs); a server's paths use its own HOME.
+	userHome string
 	// lookupHome finds another user's home for "~name"; nil refuses.
 	lookupHome func(name string) (string, error)
 }
 
-func newResolver(home, wd string) *resolver {
-	return &resolver{home: home, wd: wd, lookupHome: func(name string) (string, error) {
+func newResolver(userHome string) *resolver {
+	return &resolver{userHome: userHome, lookupHome: func(name string) (string, error) {
 		u, err := user.Lookup(name)
 		if err != nil {
 			return "", err
@@ -69,9 +102,10 @@ func newResolver(home, wd string) *resolver {
 	}}
 }
 
+// expandHome expands "~" in quiver's own configuration.
 func (r *resolver) expandHome(p string) string {
-	if r.home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
-		return filepath.Join(r.home, p[1:])
+	if r.userHome != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return filepath.Join(r.userHome, p[1:])
 	}
 	return p
 }
@@ -80,7 +114,7 @@ func (r *resolver) resolveRoot(abs string) (string, error) {
 	if err := checkChars(abs); err != nil {
 		return "", err
 	}
-	return physical(filepath.Clean(abs))
+	return physical(filepath.Clean(abs), nil)
 }
 
 // physical resolves an absolute path component by component, as the
@@ -94,11 +128,18 @@ func (r *resolver) resolveRoot(abs string) (string, error) {
 // Every component is resolved from the file system root, every time: a
 // folder inside a root, even a root itself, can become a link after quiver
 // first saw it, so no prefix is trusted.
-func physical(abs string) (string, error) {
+//
+// Below a component that does not exist nothing can be a link, so the
+// rest is appended without looking, until ".." climbs back out of it.
+// w, when not nil, is charged for every lookup and refuses past its caps.
+func physical(abs string, w *work) (string, error) {
 	if len(abs) > maxPathLen {
 		return "", bad("the path is longer than %d bytes", maxPathLen)
 	}
-	cur := string(filepath.Separator)
+	cur := make([]byte, 1, len(abs)+1)
+	cur[0] = filepath.Separator
+	depth := 0    // components in cur
+	missing := -1 // depth of the first component found missing, or -1
 	comps := splitPath(abs)
 	links := 0
 	for i := 0; i < len(comps); i++ {
@@ -107,14 +148,33 @@ func physical(abs string) (string, error) {
 		case ".":
 			continue
 		case "..":
-			cur = filepath.Dir(cur)
+			if depth > 0 {
+				cut := bytes.LastIndexByte(cur, filepath.Separator)
+				cur = cur[:max(cut, 1)]
+				depth--
+			}
+			if depth < missing {
+				missing = -1
+			}
 			continue
 		}
-		next := filepath.Join(cur, c)
+		prev := len(cur)
+		if depth > 0 {
+			cur = append(cur, filepath.Separator)
+		}
+		cur = append(cur, c...)
+		depth++
+		if missing >= 0 {
+			continue
+		}
+		if err := w.lookup(depth); err != nil {
+			return "", err
+		}
+		next := string(cur)
 		fi, err := os.Lstat(next)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				cur = next
+				missing = depth
 				continue
 			}
 			if errors.Is(err, syscall.ENAMETOOLONG) {
@@ -130,7 +190,6 @@ func physical(abs string) (string, error) {
 			return "", bad("%s is under /proc, whose links point into whichever process opens them", next)
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
 			continue
 		}
 		links++
@@ -141,14 +200,15 @@ func physical(abs string) (string, error) {
 		if err != nil {
 			return "", bad("cannot read link %s", next)
 		}
+		cur, depth = cur[:prev], depth-1
 		if filepath.IsAbs(target) {
-			cur = string(filepath.Separator)
+			cur, depth = cur[:1], 0
 		}
 		rest := append(splitPath(target), comps[i+1:]...)
 		comps = rest
 		i = -1
 	}
-	return cur, nil
+	return string(cur), nil
 }
 
 func splitPath(p string) []string {
@@ -189,28 +249,43 @@ func isBidi(r rune) bool {
 	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
+// A frame is where a server places paths: the folders it resolves a
+// relative path against, and its HOME.
+type frame struct {
+	bases []string
+	home  string
+}
+
+// placed is what the fence made of one path string.
+type placed struct {
+	primary  string   // the reading a well-behaved server takes; "" if unresolved
+	readings []string // every reading quiver could place, resolved
+	// unresolved says why some reading could not be placed ("" when all
+	// were); such a path is outside whatever its other readings are.
+	unresolved string
+}
+
 // readings returns every plausible reading of a path argument as an
-// absolute path, or an error when the string cannot be resolved safely.
-// primary is the reading a well-behaved server would take.
-func (r *resolver) readings(s, base string) (primary string, all []string, err error) {
+// absolute path in the server's frame, or an error when the string cannot
+// be resolved safely. w is charged for the work.
+func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
+	var out placed
 	if len(s) > maxPathLen {
-		return "", nil, bad("the path is longer than %d bytes", maxPathLen)
+		return out, bad("the path is longer than %d bytes", maxPathLen)
 	}
 	if err := checkChars(s); err != nil {
-		return "", nil, err
-	}
-	if base == "" {
-		base = r.wd
-	}
-	if base == "" || !filepath.IsAbs(base) {
-		return "", nil, bad("relative path with no known working directory")
+		return out, err
 	}
 	set := map[string]bool{}
-	var order []string
 	add := func(p string) {
 		if !set[p] {
 			set[p] = true
-			order = append(order, p)
+			out.readings = append(out.readings, p)
+		}
+	}
+	unplaced := func(why string) {
+		if out.unresolved == "" {
+			out.unresolved = why
 		}
 	}
 
@@ -218,7 +293,7 @@ func (r *resolver) readings(s, base string) (primary string, all []string, err e
 	if isFileURI(s) {
 		p, err := fileURIPath(s)
 		if err != nil {
-			return "", nil, err
+			return out, err
 		}
 		forms = append(forms, p)
 	}
@@ -231,67 +306,139 @@ func (r *resolver) readings(s, base string) (primary string, all []string, err e
 	for i := 0; i < len(forms); i++ {
 		for _, v := range variants(forms[i]) {
 			if v.err != nil {
-				return "", nil, v.err
+				return out, v.err
 			}
 			if !contains(forms, v.s) {
 				if len(forms) == maxForms {
-					return "", nil, bad("the path can be read in too many ways")
+					return out, bad("the path can be read in too many ways")
 				}
 				forms = append(forms, v.s)
 			}
 		}
 	}
 
+	primary := ""
 	for i, f := range forms {
 		if err := checkChars(f); err != nil {
-			return "", nil, err
+			return out, err
+		}
+		if isWindowsPath(f) {
+			unplaced(fmt.Sprintf("it is a Windows path and this server runs on %s", runtime.GOOS))
+			continue
 		}
 		var abs []string
+		tilde := strings.HasPrefix(f, "~")
 		switch {
 		case f == "~" || strings.HasPrefix(f, "~/"):
-			if r.home == "" {
-				return "", nil, bad("~ used but the home directory is unknown")
+			if fr.home == "" || !filepath.IsAbs(fr.home) {
+				unplaced("~ stands for this server's HOME, which is unknown")
+			} else {
+				abs = append(abs, filepath.Join(fr.home, f[1:]))
 			}
-			abs = append(abs, filepath.Join(r.home, f[1:]))
-		case strings.HasPrefix(f, "~"):
+		case tilde:
 			// "~name": a shell expands it when name is a user and leaves it
 			// literal otherwise; quiver reads it the same way.
 			name, _, _ := strings.Cut(f[1:], "/")
 			if r.lookupHome != nil {
+				if err := w.lookup(1); err != nil {
+					return out, err
+				}
 				if h, err := r.lookupHome(name); err == nil && h != "" {
 					abs = append(abs, filepath.Join(h, strings.TrimPrefix(f[1:], name)))
 				}
 			}
 		}
 		// The literal reading as well: a server that does not expand "~"
-		// takes "~/x" as a directory named "~" under its cwd.
-		if filepath.IsAbs(f) {
+		// takes "~/x" as a directory named "~" under its base.
+		switch {
+		case filepath.IsAbs(f):
 			abs = append(abs, f)
-		} else {
-			abs = append(abs, base+string(filepath.Separator)+f)
+		case len(fr.bases) == 0:
+			switch {
+			case out.unresolved != "":
+			case tilde:
+				unplaced("a server that does not expand ~ reads it as a relative path, and this server declares no path_base")
+			case f == "":
+				unplaced("it is empty, which a server reads as its base folder, and this server declares no path_base")
+			default:
+				unplaced("it is a relative path and this server declares no path_base")
+			}
+		default:
+			for _, b := range fr.bases {
+				if !filepath.IsAbs(b) {
+					unplaced(fmt.Sprintf("this server's path_base %q is not an absolute folder", b))
+					continue
+				}
+				abs = append(abs, b+string(filepath.Separator)+f)
+			}
 		}
 		for _, a := range abs {
 			// Physical resolution applies ".." after symlinks (the kernel);
 			// resolving the lexically cleaned path applies it before (Node's
 			// path.resolve, Python's abspath). Both must be inside.
-			p1, err := physical(a)
+			p1, err := w.physical(a)
 			if err != nil {
-				return "", nil, err
+				return out, err
 			}
 			if i == 0 && primary == "" {
 				primary = p1
 			}
 			add(p1)
 			if c := filepath.Clean(a); c != a {
-				p2, err := physical(c)
+				p2, err := w.physical(c)
 				if err != nil {
-					return "", nil, err
+					return out, err
 				}
 				add(p2)
 			}
 		}
 	}
-	return primary, order, nil
+	if out.unresolved == "" {
+		out.primary = primary
+	}
+	return out, nil
+}
+
+// isWindowsPath reports whether s is a Windows path: a drive ("C:\",
+// "C:/") or a UNC or device path ("\\server\share", "\\?\C:\").
+func isWindowsPath(s string) bool {
+	return isDrivePath(s) || strings.HasPrefix(s, `\\`)
+}
+
+func isDrivePath(s string) bool {
+	return len(s) >= 3 && s[1] == ':' && (s[2] == '\\' || s[2] == '/') &&
+		('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z')
+}
+
+// hasPathShape reports whether a string found anywhere in the arguments is
+// a path by its shape, whatever its argument is called. A string that
+// spans lines or is longer than any path is content, not a path.
+func hasPathShape(s string) bool {
+	if len(s) > maxPathLen {
+		return false
+	}
+	t := strings.TrimFunc(s, isTrimmed)
+	if strings.ContainsAny(t, "\n\r") {
+		return false
+	}
+	if shaped(t) {
+		return true
+	}
+	if !isASCII(t) {
+		// Lookalikes (fullwidth solidus and tilde) that a normalising
+		// server reads as the real thing.
+		return shaped(norm.NFKC.String(t))
+	}
+	return false
+}
+
+func shaped(t string) bool {
+	for _, p := range []string{"/", "~/", "~\\", "./", "../", ".\\", "..\\", `\\`} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return t == "~" || isFileURI(t) || isDrivePath(t)
 }
 
 type variant struct {
@@ -475,9 +622,14 @@ type pathArg struct {
 	arg      string   // top-level argument it came from
 	raw      string   // as written
 	primary  string   // the reading a well-behaved server takes
-	readings []string // every reading, resolved
+	readings []string // every reading quiver could place, resolved
 	outside  []string // readings outside every root
+	// unresolved says why some reading could not be placed in the
+	// server's frame; such a path is outside.
+	unresolved string
 }
+
+func (p pathArg) isOutside() bool { return len(p.outside) > 0 || p.unresolved != "" }
 
 // pathKeyWords are argument names that carry paths, alone or as the last
 // word of a longer name (output_path, outputPath, work-dir, file_name).
@@ -494,6 +646,10 @@ var pathKeyWords = []string{
 var (
 	pathSuffixes = []string{"file", "files", "path", "paths", "dir", "dirs", "folder", "directory"}
 	notPathNames = []string{"profile", "profiles", "xpath", "jsonpath"}
+	// onlyPathNames are paths only as a whole name ({"from": ..., "to":
+	// ...}): as the last word of a longer one (reply_to, valid_from) they
+	// are rarely paths.
+	onlyPathNames = []string{"from", "to"}
 
 	pathWordsAnywhere = []string{"path", "paths", "file", "files", "filepath", "filename", "dir", "directory", "folder"}
 	notPathLast       = []string{"id", "ids", "type", "types", "size", "sizes", "count", "format", "mode", "ext", "extension",
@@ -501,9 +657,11 @@ var (
 )
 
 // isPathKey reports whether an argument named name holds paths: its last
-// word is a path word (output_path, workDir), or its last word is "name"
-// after one (file_name, dirName), or it is one lowercase word ending in
-// one (inputfile).
+// word is a path word (output_path, workDir, old_path, newPath), or its
+// last word is "name" after one (file_name, dirName), or it is one
+// lowercase word ending in one (inputfile), or it is from or to. This is
+// the one place names are judged; values are also paths by their shape
+// (hasPathShape), whatever their name.
 func isPathKey(name string) bool {
 	// file1, path_2, src0: a number at the end numbers the path.
 	words := nameWords(strings.TrimRightFunc(name, func(r rune) bool { return unicode.IsDigit(r) || r == '_' || r == '-' }))
@@ -511,7 +669,7 @@ func isPathKey(name string) bool {
 		return false
 	}
 	last := words[len(words)-1]
-	if contains(pathKeyWords, last) {
+	if contains(pathKeyWords, last) || (len(words) == 1 && contains(onlyPathNames, last)) {
 		return true
 	}
 	// pathInProject, file_path_list: a path word anywhere, unless the last
@@ -568,14 +726,19 @@ func nameWords(name string) []string {
 var inheritPath = []string{"name", "names", "value", "values", "location", "uri", "base"}
 
 // collectPaths finds the path strings in the arguments: values of declared
-// or path-named keys (strings, arrays of them, at any depth) and any
-// string anywhere that is a file: URI. Shadowed duplicate values are
-// searched too.
-func collectPaths(args map[string]any, shadows []shadow, declared []string) []rawPath {
+// or path-named keys (strings, arrays of them, at any depth), and any
+// string or object key anywhere that is a path by its shape. Shadowed
+// duplicate values are searched too. The top-level argument skip (quiver's
+// own justification) is the model's words, not a path, unless declared.
+// It stops after maxPathValues+1 values: the caller refuses past the cap.
+func collectPaths(args map[string]any, shadows []shadow, declared []string, skip string) []rawPath {
 	var out []rawPath
 	isDeclared := func(k string) bool { return contains(declared, k) }
 	for _, k := range pathyKeys(args, false, isDeclared) {
-		if isAbsPath(k.name) {
+		if k.name == skip && skip != "" && !k.pathy {
+			continue
+		}
+		if isPathShapedKey(k.name) {
 			out = append(out, rawPath{arg: k.name, s: k.name})
 		}
 		walkPaths(k.name, k.name, args[k.name], k.pathy, 0, &out)
@@ -584,6 +747,8 @@ func collectPaths(args map[string]any, shadows []shadow, declared []string) []ra
 		top := s.key
 		if !s.top {
 			top = "(nested)"
+		} else if s.key == skip && skip != "" && !isDeclared(s.key) {
+			continue
 		}
 		walkPaths(top, s.key, s.value, (s.top && isDeclared(s.key)) || isPathKey(s.key), 0, &out)
 	}
@@ -596,12 +761,12 @@ type rawPath struct {
 }
 
 func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
-	if depth > maxArgDepth {
+	if depth > maxArgDepth || len(*out) > maxPathValues {
 		return
 	}
 	switch x := v.(type) {
 	case string:
-		if pathy || mentionsFileURI(x) {
+		if pathy || hasPathShape(x) || mentionsFileURI(x) {
 			*out = append(*out, rawPath{arg: top, s: x})
 		}
 	case []any:
@@ -610,7 +775,7 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 		}
 	case map[string]any:
 		for _, k := range pathyKeys(x, pathy, nil) {
-			if (pathy && looksLikePath(k.name)) || isAbsPath(k.name) {
+			if (pathy && looksLikePath(k.name)) || isPathShapedKey(k.name) {
 				// {"files": {"/etc/x": "content"}}: the key is the path.
 				*out = append(*out, rawPath{arg: top, s: k.name})
 			}
@@ -651,10 +816,10 @@ func procfs(p string) bool {
 	return p == "/proc" || strings.HasPrefix(p, "/proc/")
 }
 
-// isAbsPath reports whether a map key anywhere is an absolute path or a
-// file: URI, which is checked whatever object it is in.
-func isAbsPath(k string) bool {
-	return strings.HasPrefix(k, "/") || strings.HasPrefix(k, "~/") || isFileURI(k)
+// isPathShapedKey reports whether a map key anywhere is a path by its
+// shape or a file: URI, which is checked whatever object it is in.
+func isPathShapedKey(k string) bool {
+	return hasPathShape(k) || mentionsFileURI(k)
 }
 
 // looksLikePath reports whether a map key inside a path argument reads as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -69,7 +71,9 @@ const (
 	CodeReadOnly         = "deny.read_only_activity"
 	CodeJustification    = "deny.justification"
 	CodeBadPath          = "deny.bad_path"
-	CodeOutsideFence     = "deny.outside_fence" // policy outside_fence: deny
+	CodeOutsideFence     = "deny.outside_fence"    // policy outside_fence: deny
+	CodeProtectedPath    = "deny.protected_path"   // quiver's own files (WithProtected)
+	CodeArgsTooComplex   = "deny.args_too_complex" // more paths than the fence checks per call
 	CodeDenyRule         = "deny.rule"
 	CodeDenyPolicy       = "deny.policy" // the class default denies
 	CodeInternal         = "deny.internal"
@@ -98,10 +102,24 @@ type Tool struct {
 	Class Class
 	Hints Hints
 	// PathArgs are the top-level arguments config declares as paths; the
-	// gate adds those it infers from argument names.
+	// gate adds those it infers from argument names and values shaped
+	// like paths.
 	PathArgs []string
-	// Dir is the server's working directory, against which relative paths
-	// resolve; empty means quiver's own (a child inherits it).
+	// Bases are the absolute folders this server resolves a relative path
+	// against (its path_base; its allowed folders for servers that resolve
+	// against those, like server-filesystem). Every base is tried and every
+	// reading must be inside the fence, since quiver cannot know which one
+	// the server picks. Empty means undeclared: a relative path, ".", ""
+	// and "./x" cannot be placed, and are outside.
+	Bases []string
+	// Home is the server's HOME, which "~" and "~/..." stand for; "" means
+	// unknown, and such paths are outside. "~name" is another user's home
+	// from this host's user database.
+	Home string
+	// Dir is ignored: relative paths resolve against Bases.
+	//
+	// Deprecated: kept for one commit so that callers still compile; set
+	// Bases (and Home) instead.
 	Dir string
 	// SlashGated tools run only in a turn whose slash command forced them.
 	SlashGated bool
@@ -147,12 +165,27 @@ type Call struct {
 type Need struct {
 	Capability string `json:"capability"`
 	Path       string `json:"path,omitempty"`
+	// Unresolved is a path as written that quiver could not place in the
+	// server's frame (Path is then empty). No grant meets such a need:
+	// only a one-use permit for the exact call, so approving it for a
+	// session or for good approves it once.
+	Unresolved string `json:"unresolved,omitempty"`
 }
 
 // A ResolvedPath is one path argument: its name, what the model wrote,
-// and where it leads.
+// where it leads and whether that is outside the fence, for builtins that
+// open the path themselves and for approval cards.
 type ResolvedPath struct {
-	Arg, Raw, Path string
+	Arg, Raw string
+	// Path is the reading a well-behaved server takes; "" when Unresolved.
+	Path string
+	// Outside is true when any reading lies outside the fence, or the path
+	// could not be placed.
+	Outside bool
+	// Unresolved says why quiver could not place the path in the server's
+	// frame ("it is a relative path and this server declares no
+	// path_base"); "" when it did.
+	Unresolved string
 }
 
 // A Decision is the gate's answer to one call.
@@ -171,7 +204,8 @@ type Decision struct {
 	// Capability is what an ask or a read-only refusal needs, e.g.
 	// "mutate_outside_fence" or "execute".
 	Capability string
-	// Paths are the resolved paths the fence asked about.
+	// Paths are the paths the fence asked or refused about: resolved, or
+	// as written when quiver could not place them.
 	Paths []string
 	// Resolved holds every path argument as the fence resolved it (~, the
 	// tool's directory, .., symlinks), so that a builtin acting on a path
@@ -199,6 +233,8 @@ type Gate struct {
 	schemas *schemaCache
 	budget  budget
 	ledger  *Ledger
+	// protected are quiver's own files, as resolved at New and as written.
+	protected []string
 	// roots holds each session root as first resolved (string -> string):
 	// a root folder turned into a link to / later must not widen the fence.
 	roots sync.Map
@@ -208,21 +244,25 @@ type Gate struct {
 type Option func(*options)
 
 type options struct {
-	ledger *Ledger
-	home   string
-	wd     string
+	ledger    *Ledger
+	protected []string
 }
 
 // WithLedger makes Evaluate consult grants and permits in l before it
 // answers ask.
 func WithLedger(l *Ledger) Option { return func(o *options) { o.ledger = l } }
 
-// WithHome sets the directory "~" stands for (default: the user's home).
-func WithHome(dir string) Option { return func(o *options) { o.home = dir } }
-
-// WithWorkDir sets the directory relative paths resolve against when a
-// tool has no Dir (default: quiver's working directory).
-func WithWorkDir(dir string) Option { return func(o *options) { o.wd = dir } }
+// WithProtected names quiver's own files and folders (its configuration,
+// toggles, state dir, ledger), which no tool call may reach: a reading
+// equal to or under one is refused (deny.protected_path) whatever the
+// fence, rules, grants or permits say, and so is a reading that holds one
+// (a folder above it) when the call may change something, since moving or
+// deleting that folder moves or deletes them. Reading a folder above them
+// (listing the home folder) stays allowed: it shows their names, not what
+// they hold. Paths must be absolute; they are resolved once, at New.
+func WithProtected(paths ...string) Option {
+	return func(o *options) { o.protected = append(o.protected, paths...) }
+}
 
 // New validates p (globs, regular expressions, classes, verdicts, fence
 // roots) and returns a gate. New(Policy{}) is the cheap zero-config gate:
@@ -232,18 +272,30 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.home == "" {
-		o.home, _ = os.UserHomeDir()
-	}
-	if o.wd == "" {
-		o.wd, _ = os.Getwd()
-	}
-	res := newResolver(o.home, o.wd)
+	home, _ := os.UserHomeDir()
+	res := newResolver(home)
 	cp, err := compilePolicy(p, res)
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger}, nil
+	var protected []string
+	for _, pp := range o.protected {
+		if !filepath.IsAbs(pp) {
+			return nil, fmt.Errorf("gate: protected path %q is not absolute", pp)
+		}
+		real, err := res.resolveRoot(pp)
+		if err != nil {
+			return nil, fmt.Errorf("gate: protected path %q: %w", pp, err)
+		}
+		// Both where it leads and where it is written: deleting a link
+		// that leads to quiver's files loses them as surely.
+		for _, q := range []string{real, filepath.Clean(pp)} {
+			if !contains(protected, q) {
+				protected = append(protected, q)
+			}
+		}
+	}
+	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger, protected: protected}, nil
 }
 
 // Effective is the policy the gate runs with, every default filled in: the
@@ -363,33 +415,34 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 	if len(c.Roots) > 0 {
 		roots = append(append([]string(nil), roots...), g.sessionRoots(c.Roots)...)
 	}
-	var paths []pathArg
-	for _, rp := range collectPaths(args, shadows, t.PathArgs) {
-		primary, readings, err := g.res.readings(rp.s, t.Dir)
-		if err != nil {
-			dd := deny(CodeBadPath, fmt.Sprintf("The argument %q holds a path quiver will not resolve: %v. Pass a plain absolute path.", rp.arg, err))
-			dd.Class = class
-			return dd
-		}
-		pa := pathArg{arg: rp.arg, raw: rp.s, primary: primary, readings: readings}
-		for _, r := range readings {
-			if !insideAny(r, roots) {
-				pa.outside = append(pa.outside, r)
-			}
-		}
-		paths = append(paths, pa)
+	skip := ""
+	if class == ClassExecute {
+		skip = JustificationArg
+	}
+	paths, dd, ok := g.fence(c, t, class, args, shadows, skip, roots)
+	if !ok {
+		return dd
 	}
 
 	out := Decision{Class: class, Args: canon, Digest: digestOf(canon, paths), Justification: justification}
+	var outside, placedOut []string
+	var unresolved []pathArg
 	for _, pa := range paths {
-		out.Resolved = append(out.Resolved, ResolvedPath{Arg: pa.arg, Raw: pa.raw, Path: pa.primary})
-	}
-	var outside []string
-	for _, pa := range paths {
+		out.Resolved = append(out.Resolved, ResolvedPath{Arg: pa.arg, Raw: pa.raw, Path: pa.primary,
+			Outside: pa.isOutside(), Unresolved: pa.unresolved})
 		for _, o := range pa.outside {
-			if !contains(outside, o) {
-				outside = append(outside, o)
+			if !contains(placedOut, o) {
+				placedOut = append(placedOut, o)
 			}
+		}
+		if pa.unresolved != "" && !slices.ContainsFunc(unresolved, func(u pathArg) bool { return u.raw == pa.raw }) {
+			unresolved = append(unresolved, pa)
+		}
+	}
+	outside = append(outside, placedOut...)
+	for _, u := range unresolved {
+		if !contains(outside, u.raw) {
+			outside = append(outside, u.raw)
 		}
 	}
 	capability := CapMutateOutside
@@ -397,8 +450,9 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 		capability = CapReadOutside
 	}
 	if len(outside) > 0 && g.p.outsideDeny {
-		dd := deny(CodeOutsideFence, fmt.Sprintf("%s is outside the folders quiver may touch, and this setup refuses such calls. Use a path inside %s.", quoteList(outside), g.rootsText(roots)))
-		dd.Class, dd.Capability, dd.Paths = class, capability, outside
+		reason := g.outsideText("Using", placedOut, unresolved, roots, ", and this setup refuses such calls") + " " + g.howInside(roots, unresolved, false)
+		dd := deny(CodeOutsideFence, reason)
+		dd.Class, dd.Capability, dd.Paths, dd.Resolved = class, capability, outside, out.Resolved
 		return dd
 	}
 
@@ -409,8 +463,11 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 		dd.Class = class
 		return dd
 	}
-	for _, o := range outside {
+	for _, o := range placedOut {
 		out.Needs = append(out.Needs, Need{Capability: capability, Path: o})
+	}
+	for _, u := range unresolved {
+		out.Needs = append(out.Needs, Need{Capability: capability, Unresolved: u.raw})
 	}
 	if verdict == Ask {
 		out.Needs = append(out.Needs, Need{Capability: string(class)})
@@ -428,7 +485,10 @@ func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {
 		if class == ClassRead {
 			out.Code, verb = CodeAskReadOutside, "Reading"
 		}
-		out.Reason = fmt.Sprintf("%s %s is outside the folders quiver may touch (%s), so the user must approve it (capability %s).", verb, quoteList(outside), g.rootsText(roots), capability)
+		out.Reason = g.outsideText(verb, placedOut, unresolved, roots, fmt.Sprintf(", so the user must approve it (capability %s)", capability))
+		if len(unresolved) > 0 {
+			out.Reason += " " + g.howInside(roots, unresolved, true)
+		}
 		if verdict == Ask {
 			out.Reason += " " + reason
 		}
@@ -461,6 +521,114 @@ func (g *Gate) refuse(c Call, d Decision) Decision {
 		return deny(CodeCorrectionBudget, fmt.Sprintf("The arguments for %q were refused %d times this turn; stop retrying it, and tell the user what you were trying to do and the last error: %s", c.Name, n-1, d.Reason))
 	}
 	return d
+}
+
+// fence finds and resolves every path in the arguments within the work
+// caps, and refuses a bad path, a call too complex to check, or a reading
+// that reaches quiver's own files.
+func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows []shadow, skip string, roots []string) ([]pathArg, Decision, bool) {
+	w := &work{}
+	fr := frame{bases: t.Bases, home: t.Home}
+	raws := collectPaths(args, shadows, t.PathArgs, skip)
+	seen := make(map[string]placed, len(raws))
+	paths := make([]pathArg, 0, len(raws))
+	for _, rp := range raws {
+		pl, ok := seen[rp.s]
+		err := w.value()
+		if err == nil && !ok {
+			pl, err = g.res.readings(rp.s, fr, w)
+			seen[rp.s] = pl
+		}
+		if errors.Is(err, errTooComplex) {
+			return nil, g.refuse(c, Decision{Verdict: Deny, Code: CodeArgsTooComplex, Class: class, Reason: fmt.Sprintf(
+				"The arguments for %q are too much for quiver to check in one call: %v. Split the work into several smaller calls (at most %d paths each, not nested deep), and call again.",
+				c.Name, err, maxPathValues)}), false
+		}
+		if err != nil {
+			dd := deny(CodeBadPath, fmt.Sprintf("The argument %q holds a path quiver will not resolve: %v. Pass a plain absolute path.", rp.arg, err))
+			dd.Class = class
+			return nil, dd, false
+		}
+		pa := pathArg{arg: rp.arg, raw: rp.s, primary: pl.primary, readings: pl.readings, unresolved: pl.unresolved}
+		for _, r := range pl.readings {
+			if !insideAny(r, roots) {
+				pa.outside = append(pa.outside, r)
+			}
+		}
+		paths = append(paths, pa)
+	}
+	// Protected before inside or outside: no fence, rule, grant or permit
+	// reaches quiver's own files.
+	for _, pa := range paths {
+		for _, r := range pa.readings {
+			for _, p := range g.protected {
+				what := fmt.Sprintf("%q", pa.raw)
+				if r != pa.raw {
+					what += fmt.Sprintf(" (which leads to %s)", r)
+				}
+				var reason string
+				switch {
+				case within(r, p):
+					reason = what + " is one of quiver's own files (its configuration, toggles and state): no tool may read or change them, whatever the fence or any approval says."
+				case class != ClassRead && within(p, r):
+					reason = fmt.Sprintf("%s holds quiver's own files (%s, its configuration, toggles or state): no tool may move, delete or change them, whatever the fence or any approval says.", what, p)
+				default:
+					continue
+				}
+				dd := deny(CodeProtectedPath, reason+" Leave them alone and work with other files; the user changes quiver's settings with the quiver command.")
+				dd.Class, dd.Paths = class, []string{r}
+				return nil, dd, false
+			}
+		}
+	}
+	return paths, Decision{}, true
+}
+
+// outsideText says what lies outside, as one or two sentences starting
+// with verb ("Reading"): the placed readings, then each path quiver could
+// not place, as written, with why; tail ends the first sentence (", so
+// the user must approve it").
+func (g *Gate) outsideText(verb string, placedOut []string, unresolved []pathArg, roots []string, tail string) string {
+	where := fmt.Sprintf("outside the folders quiver may touch (%s)", g.rootsText(roots))
+	var why strings.Builder
+	for i, u := range unresolved {
+		switch {
+		case i == 3:
+			fmt.Fprintf(&why, "; nor where %d more paths lead", len(unresolved)-3)
+		case i > 3:
+		case i > 0:
+			fmt.Fprintf(&why, "; nor where %q leads (%s)", u.raw, u.unresolved)
+		default:
+			fmt.Fprintf(&why, "quiver cannot tell where %q leads (%s)", u.raw, u.unresolved)
+		}
+	}
+	if len(placedOut) == 0 {
+		raws := make([]string, len(unresolved))
+		for i, u := range unresolved {
+			raws[i] = u.raw
+		}
+		return fmt.Sprintf("%s %s counts as %s%s: %s.", verb, quoteList(raws), where, tail, why.String())
+	}
+	is := "is"
+	if len(placedOut) > 1 {
+		is = "are"
+	}
+	text := fmt.Sprintf("%s %s %s %s%s.", verb, quoteList(placedOut), is, where, tail)
+	if len(unresolved) > 0 {
+		text += fmt.Sprintf(" Also, %s, so that counts as outside too.", why.String())
+	}
+	return text
+}
+
+// howInside tells the model how to stay inside the fence.
+func (g *Gate) howInside(roots []string, unresolved []pathArg, asking bool) string {
+	switch {
+	case len(unresolved) == 0:
+		return fmt.Sprintf("Use a path inside %s.", g.rootsText(roots))
+	case asking:
+		return fmt.Sprintf("Pass an absolute path inside %s instead; a path quiver cannot place can be approved only once, for this exact call.", g.rootsText(roots))
+	}
+	return fmt.Sprintf("Pass an absolute path inside %s instead.", g.rootsText(roots))
 }
 
 func (g *Gate) sessionRoots(in []string) []string {
@@ -593,7 +761,7 @@ func fenceHolds(word string, paths []pathArg, arg string) bool {
 			continue
 		}
 		n++
-		if len(p.outside) > 0 {
+		if p.isOutside() {
 			out++
 		}
 	}
@@ -605,7 +773,59 @@ func fenceHolds(word string, paths []pathArg, arg string) bool {
 
 // maxJustification is the longest justification quiver accepts, in
 // characters: enough for two sentences, short enough for an approval card.
-const maxJustification = 512
+const maxJustification = maxModelText
+
+// maxModelText is the longest text a model may write for a person to read
+// on a card, in characters.
+const maxModelText = 512
+
+// CheckModelText checks text a model wrote that a person will read on an
+// approval card (a justification, request_capability's reason): at most
+// 512 characters, not blank, valid UTF-8, and free of what can make a card
+// say something other than what was written or hide words in it — control
+// characters (line breaks included), bidirectional formatting, line and
+// paragraph separators, and invisible formatting characters (zero-width
+// spaces and joiners, word joiners, byte-order marks, soft hyphens, tag
+// characters, Hangul fillers). The error completes a sentence about the
+// text ("...: the text is blank").
+func CheckModelText(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("the text is not valid UTF-8")
+	}
+	if strings.TrimSpace(s) == "" {
+		return errors.New("the text is blank")
+	}
+	if n := utf8.RuneCountInString(s); n > maxModelText {
+		return fmt.Errorf("the text is %d characters long (at most %d)", n, maxModelText)
+	}
+	for _, r := range s {
+		if why := hiddenRune(r); why != "" {
+			return fmt.Errorf("the text contains %s (U+%04X)", why, r)
+		}
+	}
+	return nil
+}
+
+// hiddenRune says what kind of character r is when a card must not show
+// it, or "".
+func hiddenRune(r rune) string {
+	switch {
+	case r == utf8.RuneError:
+		return "a replacement character (invalid text)"
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		return "a control character"
+	case isBidi(r):
+		return "a bidirectional formatting character"
+	case r == 0x2028 || r == 0x2029:
+		return "a line or paragraph separator"
+	case unicode.Is(unicode.Cf, r), r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0,
+		r >= 0xfe00 && r <= 0xfe0e, r >= 0xe0100 && r <= 0xe01ef:
+		// Format characters (zero-width, joiners, tags), Hangul fillers
+		// and variation selectors (bar the emoji one) render as nothing.
+		return "an invisible character"
+	}
+	return ""
+}
 
 func checkJustification(v any, present bool) (string, string) {
 	if !present {
@@ -615,18 +835,8 @@ func checkJustification(v any, present bool) (string, string) {
 	if !ok {
 		return "", "it must be a string, not " + kindOf(v)
 	}
-	if strings.TrimSpace(s) == "" {
-		return "", "it is blank"
-	}
-	if n := utf8.RuneCountInString(s); n > maxJustification {
-		return "", fmt.Sprintf("it is %d characters long", n)
-	}
-	for _, r := range s {
-		if r == utf8.RuneError || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || isBidi(r) || r == 0x2028 || r == 0x2029 {
-			// Control and bidi characters can make an approval card say
-			// something other than what was written.
-			return "", fmt.Sprintf("it contains a control or bidirectional character (U+%04X)", r)
-		}
+	if err := CheckModelText(s); err != nil {
+		return "", err.Error()
 	}
 	return s, ""
 }

@@ -33,7 +33,6 @@ func newFixture(t testing.TB) fixture {
 func (f fixture) gate(t testing.TB, p Policy, opts ...Option) *Gate {
 	t.Helper()
 	p.AllowedDirs = append([]string{f.root}, p.AllowedDirs...)
-	opts = append([]Option{WithHome(f.outside), WithWorkDir(f.root)}, opts...)
 	g, err := New(p, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +178,7 @@ func TestEvaluate(t *testing.T) {
 			want{Allow, CodeAllow, nil}},
 		{"relative_path_resolves_against_tool_dir", Policy{}, func() Call {
 			tl := *readTool
-			tl.Dir = filepath.Join(f.root, "sub")
+			tl.Bases = []string{filepath.Join(f.root, "sub")}
 			return call(&tl, `{"path":"../a.txt"}`)
 		}, want{Allow, CodeAllow, nil}},
 		{"read_outside_fence_asks", Policy{}, func() Call { return call(readTool, `{"path":`+js(outsideFile)+`}`) },

@@ -726,6 +726,11 @@ func (l *Ledger) RevokeGrant(ctx context.Context, id int64) error {
 
 // covers reports whether g meets need n for tool.
 func (g Grant) covers(n Need, tool string) bool {
+	if n.Unresolved != "" {
+		// A path quiver could not place: no grant knows where it leads,
+		// so only a permit for the exact call meets it.
+		return false
+	}
 	switch g.Scope {
 	case ScopeTool:
 		return n.Path == "" && g.Tool == tool && (g.Capability == "" || g.Capability == n.Capability)
@@ -1023,7 +1028,9 @@ type Resolution struct {
 
 // ResolveApproval answers a pending approval, and on approval creates the
 // permit or grants that let the model's retry through. Answering twice
-// returns ErrResolved: the first answer stands.
+// returns ErrResolved: the first answer stands. An approval that holds a
+// path quiver could not place (Need.Unresolved) becomes a one-use permit
+// whatever Lifetime says; the returned Approval's Lifetime says once.
 func (l *Ledger) ResolveApproval(ctx context.Context, id int64, r Resolution) (Approval, error) {
 	if r.Lifetime == "" {
 		r.Lifetime = Once
@@ -1046,6 +1053,11 @@ func (l *Ledger) ResolveApproval(ctx context.Context, id int64, r Resolution) (A
 		}
 		now := l.now()
 		state, lifetime := Denied, any(nil)
+		if r.Approve && onceOnly(a.Needs) {
+			// A path quiver could not place is approved for this exact
+			// call, whatever lifetime was asked for.
+			r.Lifetime = Once
+		}
 		if r.Approve {
 			state, lifetime = Approved, string(r.Lifetime)
 			if err := l.grantFor(ctx, tx, a, r, now); err != nil {
@@ -1064,10 +1076,24 @@ func (l *Ledger) ResolveApproval(ctx context.Context, id int64, r Resolution) (A
 	return l.Approval(ctx, id)
 }
 
+// onceOnly reports whether needs hold a path quiver could not place,
+// which only a one-use permit may answer.
+func onceOnly(needs []Need) bool {
+	for _, n := range needs {
+		if n.Unresolved != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *Ledger) grantFor(ctx context.Context, tx *sql.Tx, a Approval, r Resolution, now time.Time) error {
 	if r.Lifetime == Once && a.Digest != "" {
 		_, err := insertPermit(ctx, tx, a.Session, a.Tool, a.Digest, a.ID, now, l.permitTTL)
 		return err
+	}
+	if onceOnly(a.Needs) {
+		return fmt.Errorf("resolve approval %d: it holds a path quiver could not place and no call digest to bind a permit to", a.ID)
 	}
 	for _, n := range a.Needs {
 		g := Grant{Capability: n.Capability, Lifetime: r.Lifetime, Session: a.Session, Approval: a.ID}

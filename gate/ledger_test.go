@@ -204,23 +204,23 @@ func TestLedgerGrantsAndApprovals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []Need{{CapReadOutside, "/data/x"}, {CapMutateOutside, "/data"}} {
+		for _, n := range []Need{{Capability: CapReadOutside, Path: "/data/x"}, {Capability: CapMutateOutside, Path: "/data"}} {
 			if _, gid, ok := l.cover(ctx, "s", "t", "", []Need{n}); !ok || gid != id {
 				t.Fatalf("grant did not cover %+v", n)
 			}
 		}
-		for _, n := range []Need{{CapReadOutside, "/data-evil"}, {CapReadOutside, "/"}} {
+		for _, n := range []Need{{Capability: CapReadOutside, Path: "/data-evil"}, {Capability: CapReadOutside, Path: "/"}} {
 			if _, _, ok := l.cover(ctx, "s", "t", "", []Need{n}); ok {
 				t.Fatalf("grant covered %+v", n)
 			}
 		}
-		if _, _, ok := l.cover(ctx, "other", "t", "", []Need{{CapReadOutside, "/data/x"}}); ok {
+		if _, _, ok := l.cover(ctx, "other", "t", "", []Need{{Capability: CapReadOutside, Path: "/data/x"}}); ok {
 			t.Fatal("session grant covered another session")
 		}
 		if err := l.RevokeGrant(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, ok := l.cover(ctx, "s", "t", "", []Need{{CapReadOutside, "/data/x"}}); ok {
+		if _, _, ok := l.cover(ctx, "s", "t", "", []Need{{Capability: CapReadOutside, Path: "/data/x"}}); ok {
 			t.Fatal("revoked grant covered")
 		}
 		if err := l.RevokeGrant(ctx, id); !errors.Is(err, ErrNotFound) {
@@ -229,10 +229,10 @@ func TestLedgerGrantsAndApprovals(t *testing.T) {
 	})
 	t.Run("read_grant_does_not_cover_mutate", func(t *testing.T) {
 		l.AddGrant(ctx, Grant{Scope: ScopePath, Capability: CapReadOutside, Path: "/ro", Lifetime: Persistent})
-		if _, _, ok := l.cover(ctx, "any", "t", "", []Need{{CapMutateOutside, "/ro/x"}}); ok {
+		if _, _, ok := l.cover(ctx, "any", "t", "", []Need{{Capability: CapMutateOutside, Path: "/ro/x"}}); ok {
 			t.Fatal("read grant covered a write")
 		}
-		if _, _, ok := l.cover(ctx, "any", "t", "", []Need{{CapReadOutside, "/ro/x"}}); !ok {
+		if _, _, ok := l.cover(ctx, "any", "t", "", []Need{{Capability: CapReadOutside, Path: "/ro/x"}}); !ok {
 			t.Fatal("persistent grant did not cover another session")
 		}
 	})
@@ -248,7 +248,7 @@ func TestLedgerGrantsAndApprovals(t *testing.T) {
 	})
 	t.Run("every_need_must_be_covered", func(t *testing.T) {
 		l.AddGrant(ctx, Grant{Scope: ScopeTool, Tool: "both", Capability: "destructive", Lifetime: ForSession, Session: "s"})
-		needs := []Need{{Capability: "destructive"}, {CapMutateOutside, "/elsewhere/x"}}
+		needs := []Need{{Capability: "destructive"}, {Capability: CapMutateOutside, Path: "/elsewhere/x"}}
 		if _, _, ok := l.cover(ctx, "s", "both", "", needs); ok {
 			t.Fatal("half-covered ask was allowed")
 		}
