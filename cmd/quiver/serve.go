@@ -4,9 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
@@ -15,13 +22,11 @@ import (
 func serveCmd() *command {
 	return &command{
 		summary: "run the proxy (stdio for desktop hosts, or streamable HTTP)",
-		usage:   "serve [--config PATH] [--toggles PATH] [--http 127.0.0.1:PORT] [--state-dir DIR] [--log-level LEVEL]",
+		usage:   "serve [--config PATH] [--toggles PATH] [--http ADDR] [--auth-token-file PATH] [--state-dir DIR] [--log-level LEVEL]",
 		help: `
 Runs quiver as an MCP server. By default it speaks stdio, which is what
 Claude Desktop, Claude Code and most hosts launch. With --http it serves
-streamable HTTP at http://ADDR/mcp with stateful sessions and DNS-rebinding
-protection (a request with a non-localhost Host header over loopback is
-refused).
+streamable HTTP at http://ADDR/mcp with stateful sessions.
 
 quiver answers initialize and tools/list at once; the servers in servers.yaml
 start in parallel in the background and their tools join as they come up.
@@ -37,12 +42,42 @@ good configuration stays. A deleted servers.yaml keeps the last good
 configuration; a deleted toggles file switches nothing off. The built-in
 configuration (no servers.yaml) is not watched.
 
+Over HTTP, quiver refuses:
+  - a request from a web page of another site: a browser's Origin header
+    must be a loopback origin (http or https on localhost, 127.0.0.0/8 or
+    [::1], any port) or one listed in http.allowed_origins (403). Clients
+    that send no Origin (every non-browser client) pass.
+  - a request body over http.max_body (413), and one that does not arrive
+    within http.read_timeout (408 or a closed connection). Responses, SSE
+    streams included, are never cut by a timeout.
+  - with an auth token, any request without "Authorization: Bearer TOKEN"
+    (401). On a loopback address a token is optional; on any other address
+    (0.0.0.0, a LAN address, an empty host as in ":8765") quiver will not
+    start without one, and says so at WARN when it runs there.
+A loopback address also refuses a Host header that is not localhost
+(DNS-rebinding protection).
+
+servers.yaml's http: section (read at start; restart to change it):
+
+  http:
+    max_body: 4MiB          # bytes, or a size in B, KiB, MiB or GiB
+    read_timeout: 30s       # to receive a request's headers and body
+    allowed_origins:        # browser origins allowed besides loopback
+      - https://app.example.com
+
 Flags:
   --config PATH      servers.yaml to use (default: ./servers.yaml, else
                      $XDG_CONFIG_HOME/quiver/servers.yaml, else built in)
   --toggles PATH     the tool toggles file (default: tools.yaml beside
                      servers.yaml; see "quiver help tools")
   --http ADDR        serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765)
+  --auth-token-file PATH
+                     with --http, require "Authorization: Bearer TOKEN" on
+                     every request, TOKEN being this file's content (at
+                     least 16 characters; e.g. "openssl rand -hex 32 > FILE";
+                     keep the file readable by you alone). The environment
+                     variable QUIVER_AUTH_TOKEN is used when this flag is
+                     not given.
   --state-dir DIR    quiver's state (default: $XDG_STATE_HOME/quiver)
   --log-level LEVEL  debug, info, warn or error (default info)`,
 		run: runServe,
@@ -51,12 +86,16 @@ Flags:
 
 func runServe(ctx context.Context, e *env, args []string) error {
 	var c common
-	var addr string
+	var addr, tokenFile string
 	fs := newFlags("serve")
 	c.register(fs)
 	fs.StringVar(&addr, "http", "", "serve streamable HTTP on this address")
+	fs.StringVar(&tokenFile, "auth-token-file", "", "with --http, the bearer token every request must send")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
+	}
+	if tokenFile != "" && addr == "" {
+		return fmt.Errorf("%w: --auth-token-file protects --http; over stdio there is nothing to protect", errUsage)
 	}
 	log, err := c.logger(e)
 	if err != nil {
@@ -66,10 +105,30 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	hc, err := decodeHTTPSection(cfg)
+	if err != nil {
+		return err
+	}
+	// Listen before anything starts, so that a refused address costs no
+	// downstream server a start.
+	var front *httpFront
+	if addr != "" {
+		token, err := authToken(e, tokenFile, log)
+		if err != nil {
+			return err
+		}
+		if front, err = listenHTTP(addr, token, hc, log); err != nil {
+			return err
+		}
+		defer front.ln.Close()
+	}
 	state, err := c.state(e)
 	if err != nil {
 		return err
 	}
+	// TODO(lead): once proxy.Options has Protected, pass quiver's own files
+	// so the gate keeps every downstream call off them:
+	//   Protected: []string{c.serversPath(e), c.togglesPath(e)},
 	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
 	if err != nil {
 		return err
@@ -90,29 +149,208 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		defer w.Close()
 	}
 
-	if addr == "" {
+	if front == nil {
 		err := p.ServeStdio(ctx, e.stdin, e.stdout)
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		return err
 	}
+	return front.serve(ctx, p.HTTPHandler())
+}
+
+// minTokenLen keeps a guessable token off a network address: 16
+// characters is 64 bits as hex, the least "openssl rand -hex" users get
+// by accident.
+const minTokenLen = 16
+
+// authToken returns the bearer token from --auth-token-file, else from
+// QUIVER_AUTH_TOKEN, else "" (no auth).
+func authToken(e *env, file string, log *slog.Logger) (string, error) {
+	src, tok := "QUIVER_AUTH_TOKEN", e.getenv("QUIVER_AUTH_TOKEN")
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--auth-token-file: %w", err)
+		}
+		src, tok = file, string(b)
+		if fi, err := os.Stat(file); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			log.Warn("the auth token file is readable by others; chmod 600 it", "file", file, "mode", fi.Mode().Perm().String())
+		}
+	}
+	tok = strings.TrimSpace(tok)
+	switch {
+	case file == "" && tok == "":
+		return "", nil
+	case tok == "":
+		return "", fmt.Errorf("auth token from %s is empty", src)
+	case len(tok) < minTokenLen:
+		return "", fmt.Errorf("auth token from %s has %d characters; use at least %d (e.g. openssl rand -hex 32)", src, len(tok), minTokenLen)
+	case strings.ContainsAny(tok, " \t\r\n"):
+		return "", fmt.Errorf("auth token from %s contains white space; a bearer token cannot", src)
+	}
+	return tok, nil
+}
+
+// Timeouts of the HTTP front. A request's headers and body must arrive
+// within readTimeout (ReadHeaderTimeout caps the headers alone); net/http
+// clears the read deadline once a body has been read to its end, so a
+// long SSE response (a GET stream, or a POST answered with a stream) is
+// not cut. WriteTimeout stays 0 for the same streams.
+const (
+	defaultReadTimeout = 30 * time.Second
+	readHeaderTimeout  = 10 * time.Second
+	idleTimeout        = 2 * time.Minute
+)
+
+// httpFront is the listening half of "serve --http".
+type httpFront struct {
+	ln    net.Listener
+	token string
+	cfg   httpSettings
+	log   *slog.Logger
+}
+
+// listenHTTP listens on addr and refuses an address beyond this machine
+// without a token: an MCP endpoint runs tools with the user's rights.
+// The check is on the address actually bound, so "localhost" passes and
+// ":8765" or a LAN name does not.
+func listenHTTP(addr, token string, hc httpSettings, log *slog.Logger) (*httpFront, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	loopback := tcp != nil && tcp.IP.IsLoopback()
+	if !loopback && token == "" {
+		ln.Close()
+		return nil, fmt.Errorf("--http %s listens beyond this machine (on %s) and no auth token is set: "+
+			"set one with --auth-token-file PATH or QUIVER_AUTH_TOKEN (every request must then send \"Authorization: Bearer TOKEN\"), "+
+			"or listen on a loopback address such as 127.0.0.1:PORT", addr, ln.Addr())
+	}
+	if !loopback {
+		log.Warn("serving HTTP on a non-loopback address: anyone who can reach it and holds the token can use every tool quiver offers",
+			"addr", ln.Addr().String())
+	}
+	return &httpFront{ln: ln, token: token, cfg: hc, log: log}, nil
+}
+
+// serve runs the guarded MCP handler until ctx ends.
+func (f *httpFront) serve(ctx context.Context, h http.Handler) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", p.HTTPHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("serving streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	mux.Handle("/mcp", h)
+	guarded, err := proxy.Guard(mux, proxy.GuardOptions{
+		AllowedOrigins: f.cfg.AllowedOrigins, MaxBody: f.cfg.MaxBody, Token: f.token, Logger: f.log,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: http: %w", registry.ErrInvalidConfig, err)
+	}
+	srv := &http.Server{
+		Handler:           guarded,
+		ReadHeaderTimeout: min(readHeaderTimeout, f.cfg.ReadTimeout),
+		ReadTimeout:       f.cfg.ReadTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
+	}
+	f.log.Info("serving streamable HTTP", "url", "http://"+f.ln.Addr().String()+"/mcp", "auth", f.token != "",
+		"max_body", f.cfg.MaxBody, "read_timeout", f.cfg.ReadTimeout)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(f.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// httpSettings are the http: section of servers.yaml, checked and with
+// defaults filled in.
+type httpSettings struct {
+	MaxBody        int64
+	ReadTimeout    time.Duration
+	AllowedOrigins []string
+}
+
+// httpSection picks the http: section out of servers.yaml (the other
+// sections belong to others). Its values are kept as nodes and checked
+// here, so that a mistake is reported on its line in quiver's words.
+type httpSection struct {
+	HTTP struct {
+		MaxBody        yaml.Node `yaml:"max_body"`
+		ReadTimeout    yaml.Node `yaml:"read_timeout"`
+		AllowedOrigins yaml.Node `yaml:"allowed_origins"`
+	} `yaml:"http"`
+	Rest map[string]yaml.Node `yaml:",inline"`
+}
+
+// decodeHTTPSection reads and checks servers.yaml's http: section; an
+// error wraps registry.ErrInvalidConfig and names the file and line of
+// each mistake.
+func decodeHTTPSection(cfg *registry.Config) (httpSettings, error) {
+	hs := httpSettings{MaxBody: proxy.DefaultMaxBody, ReadTimeout: defaultReadTimeout}
+	var sec httpSection
+	if err := cfg.DecodeSections(&sec); err != nil {
+		return hs, err
+	}
+	var errs []error
+	bad := func(n *yaml.Node, format string, args ...any) {
+		errs = append(errs, &registry.ConfigError{File: cfg.Path, Line: n.Line, Msg: fmt.Sprintf(format, args...)})
+	}
+	if n := &sec.HTTP.MaxBody; n.Kind != 0 {
+		v, err := parseByteSize(n.Value)
+		if n.Kind != yaml.ScalarNode {
+			err = errors.New("want a number of bytes or a size such as 4MiB")
+		}
+		if err != nil {
+			bad(n, "http.max_body %q: %v", n.Value, err)
+		}
+		hs.MaxBody = v
+	}
+	if n := &sec.HTTP.ReadTimeout; n.Kind != 0 {
+		d, err := time.ParseDuration(n.Value)
+		if n.Kind != yaml.ScalarNode || err != nil || d <= 0 {
+			bad(n, "http.read_timeout %q: want a positive duration with a unit, like 30s or 2m", n.Value)
+		}
+		hs.ReadTimeout = d
+	}
+	if n := &sec.HTTP.AllowedOrigins; n.Kind != 0 {
+		if n.Kind != yaml.SequenceNode {
+			bad(n, "http.allowed_origins must be a list of origins, like [https://app.example.com]")
+		}
+		for _, o := range n.Content {
+			if _, err := proxy.ParseOrigin(o.Value); err != nil || o.Kind != yaml.ScalarNode {
+				bad(o, "http.allowed_origins: %q is not an origin: want scheme://host[:port], like https://app.example.com, without a path", o.Value)
+				continue
+			}
+			hs.AllowedOrigins = append(hs.AllowedOrigins, o.Value)
+		}
+	}
+	if errs != nil {
+		return hs, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, errors.Join(errs...))
+	}
+	return hs, nil
+}
+
+// parseByteSize reads a number of bytes written as an integer or with a
+// binary unit: "4194304", "4MiB", "512 KiB". Decimal units (MB) are
+// refused rather than guessed at.
+func parseByteSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r == ' ' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') })
+	unit := strings.TrimSpace(s[len(num):])
+	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("unknown unit %q; use B, KiB, MiB or GiB (e.g. 4MiB)", unit)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	switch {
+	case err != nil || n <= 0:
+		return 0, errors.New("want a positive whole number of bytes, or of KiB, MiB or GiB (e.g. 4MiB)")
+	case n > math.MaxInt64/mult:
+		return 0, errors.New("too large")
+	}
+	return n * mult, nil
 }
