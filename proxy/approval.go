@@ -113,6 +113,11 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 			s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
 		}
 	}
+	if ss.ephemeral && !canElicit(ctx) {
+		// An approval from a terminal becomes a permit for this session,
+		// and this session ends with this request.
+		return deny(codeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml.")
+	}
 	if pending.State == gate.Denied {
 		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID))
 	}

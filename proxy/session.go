@@ -30,8 +30,11 @@ type session struct {
 	explicit string    // the host's last _meta["quiver/turn"]
 	lastSeen time.Time // the last request or response
 	modern   bool      // protocol 2026-07-28: tools/list never changes as a side effect
-	found    []binding // in the order first found: a discovery only appends
-	seq      uint64    // the last binding.seq given
+	// ephemeral is a session of one request, for a client that has no
+	// session id: nothing it binds, grants or is granted outlives it.
+	ephemeral bool
+	found     []binding // in the order first found: a discovery only appends
+	seq       uint64    // the last binding.seq given
 	// slash is the slash command the user ran, and the turn it started;
 	// it is in effect for that turn only.
 	slash     *registry.Slash

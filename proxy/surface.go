@@ -19,6 +19,16 @@ func (s *Server) session(ctx context.Context) *session {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		id = cs.SessionID()
 	}
+	if id == "" {
+		// A client without a session (streamable HTTP on 2026-07-28, which
+		// dropped protocol sessions) holds nothing quiver could know it by
+		// next time, and every such client used to share the one session
+		// "": one client's bindings and approvals served another. Each of
+		// its requests is a session of its own, remembered nowhere.
+		ss := &session{key: "anon-" + newRunID() + "@" + s.run, ephemeral: true}
+		ss.modern = true
+		return ss
+	}
 	s.mu.Lock()
 	ss, ok := s.sessions[id]
 	if !ok {
@@ -163,7 +173,11 @@ func (s *Server) whyWithheld(ss *session, name string) (why string, withheld boo
 // checks slash gating first, so a slash-gated tool gets deny.slash_gated,
 // not a "search first" that could never bind it.)
 func (s *Server) visible(ss *session, st *snapshot, name string) bool {
-	if s.cfg().Surface.Reveal == registry.RevealDirect {
+	// A session of one request cannot carry a search's bindings to the
+	// call that follows, so for it every tool is as in reveal: direct:
+	// callable by name, and still decided by the gate. Binding is about
+	// a stable list, not about what may run.
+	if s.cfg().Surface.Reveal == registry.RevealDirect || ss.ephemeral {
 		return true
 	}
 	return slices.Contains(s.layers(ss, st).all(), name)
