@@ -56,9 +56,10 @@ type SearchTool struct {
 
 // SearchArgs are search_tools' arguments.
 type SearchArgs struct {
-	Query string `json:"query"`
-	Kind  string `json:"kind"`
-	Limit int    `json:"limit"`
+	Query  string `json:"query"`
+	Kind   string `json:"kind"`
+	Server string `json:"server"` // only this server's tools; "" for all
+	Limit  int    `json:"limit"`
 }
 
 // maxDescription bounds each hit's line so an answer stays small.
@@ -77,7 +78,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
 		return refuse("deny.args_invalid", fmt.Sprintf(
-			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"limit\": 1-10}; %s.", plain(err)))
+			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"server\": \"a server's name\", \"limit\": 1-10}; %s.", plain(err)))
 	}
 	args.Query = strings.TrimSpace(args.Query)
 	if args.Query == "" {
@@ -90,13 +91,22 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if args.Limit < 0 || args.Limit > 10 {
 		return refuse("deny.args_invalid", fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
 	}
-	key := searchKey(args.Query, args.Kind)
+	args.Server = strings.TrimSpace(args.Server)
+	scope := args.Kind
+	if args.Server != "" {
+		scope += "@" + args.Server // the same words in another server are another search
+	}
+	key := searchKey(args.Query, scope)
 	if res := st.guard(key, args.Query); res != nil {
 		return res
 	}
-	res, err := st.Index.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Limit: args.Limit})
+	res, err := st.Index.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Server: args.Server, Limit: args.Limit})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
+	}
+	if res.NoServer {
+		return refuse("deny.args_invalid", fmt.Sprintf(
+			"no connected server is named %q; search without \"server\", or use a name a search answer gives after \"More in\".", args.Server))
 	}
 
 	gate := func(name string) (string, bool) {
@@ -119,8 +129,13 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 
 	var text strings.Builder
 	hits := make([]map[string]any, 0, len(res.Hits))
+	servers := make([]map[string]any, 0, len(res.Servers))
 	if len(res.Hits) == 0 {
-		fmt.Fprintf(&text, "No tools match %q.", args.Query)
+		fmt.Fprintf(&text, "No tools match %q", args.Query)
+		if args.Server != "" {
+			fmt.Fprintf(&text, " in %s", args.Server)
+		}
+		text.WriteString(": as far as the search can tell, no connected server can do this.")
 		if near := st.Index.Closest(args.Query, 3, kinds...); len(near) > 0 {
 			fmt.Fprintf(&text, " Closest names: %s.", strings.Join(near, ", "))
 		}
@@ -149,6 +164,23 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 			text.WriteByte('\n')
 			hits = append(hits, hit)
 		}
+		listed := false
+		for _, sv := range res.Servers {
+			more := moreNames(sv)
+			servers = append(servers, map[string]any{"name": sv.Name, "score": round(sv.Score), "more": sv.More})
+			if len(more) == 0 {
+				continue
+			}
+			listed = true
+			fmt.Fprintf(&text, "More in %s: %s", sv.Name, strings.Join(more, ", "))
+			if sv.Rest > 0 {
+				text.WriteString(", …")
+			}
+			text.WriteByte('\n')
+		}
+		if listed {
+			text.WriteString("(Tools named after \"More in\" are not bound: search one's exact name to bind it.)\n")
+		}
 		if len(bound) > 0 {
 			fmt.Fprintf(&text, "Bound for your next step: %s", strings.Join(bound, ", "))
 		} else {
@@ -158,7 +190,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 			fmt.Fprintf(&text, "\nNot bound: %s run only through their slash command; ask the user to run it.", strings.Join(gatedNames, ", "))
 		}
 	}
-	structured := map[string]any{"query": args.Query, "hits": hits, "bound": bound, "weak": res.Weak}
+	structured := map[string]any{"query": args.Query, "hits": hits, "servers": servers, "bound": bound, "weak": res.Weak}
 	if st.Schemas != nil && len(bound) > 0 {
 		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
 		all := map[string]json.RawMessage{}
@@ -183,6 +215,16 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		structured["schemas"] = all
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())}, StructuredContent: structured}
+}
+
+// moreNames are a server's other tools as an answer lists them: each
+// exposed name without the server's prefix, which the line already names.
+func moreNames(sv index.ServerHit) []string {
+	out := make([]string, len(sv.More))
+	for i, n := range sv.More {
+		out[i] = strings.TrimPrefix(n, sv.Name+"__")
+	}
+	return out
 }
 
 // KindsFor maps search_tools' kind argument to index kinds; false for a kind

@@ -1,8 +1,13 @@
 package builtin
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,4 +99,188 @@ func TestSlashGatedToolsAreDescribedNeverBound(t *testing.T) {
 	if !strings.Contains(out, "Bound for your next step: lint__check\n") {
 		t.Errorf("answer:\n%s", out)
 	}
+}
+
+func TestSearchListsServersWithoutBindingThem(t *testing.T) {
+	b := &fakeBinder{}
+	st := SearchTool{
+		Index: &fakeSearcher{res: index.Result{
+			Hits: []index.Hit{mcpHit("github__create_pull_request")},
+			Servers: []index.ServerHit{
+				{Name: "github", Score: 2.5, More: []string{"github__add_issue_comment", "github__merge_pull_request"}, Rest: 20},
+				{Name: "gitlab", Score: 1, More: []string{"gitlab__create_merge_request"}},
+				{Name: "empty", Score: 0.5},
+			},
+		}},
+		Binder: b,
+	}
+	res := st.Call(context.Background(), query("squash a PR"))
+	out := text(res)
+	for _, want := range []string{
+		"- github__create_pull_request [mcp] — Does github__create_pull_request.\n" +
+			"More in github: add_issue_comment, merge_pull_request, …\n" +
+			"More in gitlab: create_merge_request\n" +
+			"(Tools named after \"More in\" are not bound: search one's exact name to bind it.)\n" +
+			"Bound for your next step: github__create_pull_request",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("answer:\n%s\nwant it to contain:\n%s", out, want)
+		}
+	}
+	if strings.Contains(out, "More in empty") {
+		t.Errorf("a server with nothing more to list is named:\n%s", out)
+	}
+	if strings.Join(b.bound, ",") != "github__create_pull_request" {
+		t.Errorf("bound %v: listed names must not be bound", b.bound)
+	}
+	sc := res.StructuredContent.(map[string]any)
+	servers := sc["servers"].([]map[string]any)
+	if len(servers) != 3 || servers[0]["name"] != "github" || servers[0]["score"] != 2.5 ||
+		strings.Join(servers[0]["more"].([]string), ",") != "github__add_issue_comment,github__merge_pull_request" {
+		t.Errorf("structuredContent servers = %v", servers)
+	}
+}
+
+func TestSearchServerArgument(t *testing.T) {
+	s := &fakeSearcher{res: index.Result{Hits: []index.Hit{mcpHit("gitlab__create_issue")}}}
+	res := Search(context.Background(), s, &fakeBinder{}, nil, json.RawMessage(`{"query":"new issue","server":" gitlab "}`))
+	if res.IsError || s.got.Server != "gitlab" {
+		t.Fatalf("server passed on as %+v: %s", s.got, text(res))
+	}
+	s = &fakeSearcher{res: index.Result{Weak: true, NoServer: true}}
+	res = Search(context.Background(), s, &fakeBinder{}, nil, json.RawMessage(`{"query":"new issue","server":"gitlabb"}`))
+	if !res.IsError || !strings.Contains(text(res), `no connected server is named "gitlabb"`) {
+		t.Fatalf("unknown server: %s", text(res))
+	}
+}
+
+// TestSearchNoneSaysSo: an answer with no hit says that nothing can do it.
+func TestSearchNoneSaysSo(t *testing.T) {
+	got := text(Search(context.Background(), &fakeSearcher{}, &fakeBinder{}, nil, query("water the plants")))
+	if !strings.HasPrefix(got, `No tools match "water the plants": as far as the search can tell, no connected server can do this.`) {
+		t.Fatalf("answer %q", got)
+	}
+}
+
+// TestSearchExactNameBinds: a name listed after "More in" is bound by
+// searching it, at rank 1, through a real index.
+func TestSearchExactNameBinds(t *testing.T) {
+	ix, err := index.Build([]index.Entry{
+		{Name: "github__create_pull_request", Kind: index.KindMCP, Server: "github", Description: "Create a new pull request in a GitHub repository."},
+		{Name: "github__merge_pull_request", Kind: index.KindMCP, Server: "github", Description: "Merge a pull request."},
+		{Name: "github__add_issue_comment", Kind: index.KindMCP, Server: "github", Description: "Add a comment to an issue."},
+		{Name: "gitlab__create_merge_request", Kind: index.KindMCP, Server: "gitlab", Description: "Create a merge request in a GitLab project."},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	b := &fakeBinder{}
+	res := SearchTool{Index: ix, Binder: b}.Call(context.Background(), json.RawMessage(`{"query":"add_issue_comment","limit":2}`))
+	out := text(res)
+	if !strings.HasPrefix(out, "Matches for \"add_issue_comment\":\n- github__add_issue_comment [mcp]") || len(b.bound) == 0 || b.bound[0] != "github__add_issue_comment" {
+		t.Fatalf("answer:\n%s\nbound %v", out, b.bound)
+	}
+}
+
+// catalogEntries loads index's test catalog as the proxy would index it.
+func catalogEntries(t *testing.T) []index.Entry {
+	t.Helper()
+	data, err := os.ReadFile("../index/testdata/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf struct {
+		Servers []struct {
+			Name       string `json:"name"`
+			ServerInfo struct {
+				Name, Title string
+			} `json:"serverInfo"`
+			Instructions string `json:"instructions"`
+			Tools        []struct {
+				Name, Title, Description string
+				InputSchema              json.RawMessage `json:"inputSchema"`
+			} `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &cf); err != nil {
+		t.Fatal(err)
+	}
+	var out []index.Entry
+	for _, s := range cf.Servers {
+		title := s.ServerInfo.Title
+		if title == "" {
+			title = s.ServerInfo.Name
+		}
+		for _, tl := range s.Tools {
+			out = append(out, index.Entry{Name: s.Name + "__" + tl.Name, Kind: index.KindMCP, Server: s.Name,
+				Title: tl.Title, Description: tl.Description, Keywords: []string{s.Name},
+				Params: index.ParamsFromSchema(tl.InputSchema), ServerTitle: title, ServerInstructions: s.Instructions})
+		}
+	}
+	return out
+}
+
+// TestAnswerOnCatalog measures search_tools' real answers over index's
+// query sets on its 1,715-tool catalog: their size (p50 at most 4 KiB, p95
+// at most 6 KiB) and how often the primary tool is named in the text.
+func TestAnswerOnCatalog(t *testing.T) {
+	ix, err := index.Build(catalogEntries(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for _, set := range []string{"dev", "fresh", "blind"} {
+		f, err := os.Open("../index/testdata/queries-" + set + ".jsonl")
+		if errors.Is(err, fs.ErrNotExist) && set == "blind" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sizes []int
+		named, answerable := 0, 0
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var q struct{ Query, Primary, Style string }
+			if json.Unmarshal(sc.Bytes(), &q) != nil || q.Query == "" {
+				continue
+			}
+			out := text(SearchTool{Index: ix, Binder: &fakeBinder{}}.Call(context.Background(), query(q.Query)))
+			sizes = append(sizes, len(out))
+			if q.Style == "none" {
+				continue
+			}
+			answerable++
+			server, tool, _ := strings.Cut(q.Primary, "__")
+			if strings.Contains(out, q.Primary) || moreLineNames(out, server, tool) {
+				named++
+			}
+		}
+		f.Close()
+		slices.Sort(sizes)
+		p50, p95 := sizes[len(sizes)/2], sizes[int(float64(len(sizes)-1)*0.95+0.5)]
+		t.Logf("%s: %d queries, answer bytes p50 %d p95 %d max %d; primary named in %.2f of %d answerable",
+			set, len(sizes), p50, p95, sizes[len(sizes)-1], float64(named)/float64(answerable), answerable)
+		if p50 > 4<<10 || p95 > 6<<10 {
+			t.Errorf("%s: answers p50 %d / p95 %d bytes, over 4 KiB / 6 KiB", set, p50, p95)
+		}
+	}
+}
+
+// moreLineNames reports whether the answer's "More in <server>:" line
+// names tool.
+func moreLineNames(answer, server, tool string) bool {
+	for _, line := range strings.Split(answer, "\n") {
+		rest, ok := strings.CutPrefix(line, "More in "+server+": ")
+		if !ok {
+			continue
+		}
+		for _, n := range strings.Split(rest, ", ") {
+			if n == tool {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -66,6 +66,7 @@ const answerHits = 5
 type outcome struct {
 	names []string // ranked exposed names, up to 10
 	named []string // every exposed name the answer names: 5 hits and the servers' lists
+	srvs  []string // the servers the answer lists more tools of
 	bytes int      // the answer's size
 	weak  bool
 }
@@ -162,7 +163,7 @@ func evaluate(t testing.TB, qs []evalQuery, f searchFunc, misses bool) map[strin
 				in = in || n == q.Primary
 			}
 			top := o.names[:min(3, len(o.names))]
-			t.Logf("miss %s [%s] rank %s inAnswer=%v weak=%v %q want %s got %v", q.ID, q.Style, rank, in, o.weak, q.Query, q.Primary, top)
+			t.Logf("miss %s [%s] rank %s inAnswer=%v weak=%v %q want %s got %v servers %v", q.ID, q.Style, rank, in, o.weak, q.Query, q.Primary, top, o.srvs)
 		}
 		if misses && q.Style == "none" && !o.weak {
 			t.Logf("confident none %s %q got %v", q.ID, q.Query, o.names[:min(3, len(o.names))])
@@ -192,6 +193,7 @@ func quiverSearch(ix *Index) searchFunc {
 		}
 		for _, s := range shown.Servers {
 			o.named = append(o.named, s.More...)
+			o.srvs = append(o.srvs, fmt.Sprintf("%s(%d)", s.Name, len(s.More)))
 		}
 		o.bytes = len(answerText(text, shown))
 		return o, nil
@@ -217,17 +219,26 @@ func answerText(query string, res Result) string {
 		fmt.Fprintf(&sb, "- %s [%s] — %s\n", h.Entry.Name, h.Entry.Kind, firstSentence(h.Entry.Description, 160))
 		bound = append(bound, h.Entry.Name)
 	}
+	listed := false
 	for _, s := range res.Servers {
 		if len(s.More) == 0 {
 			continue
 		}
+		listed = true
 		short := make([]string, len(s.More))
 		for i, n := range s.More {
 			short[i] = strings.TrimPrefix(n, s.Name+"__")
 		}
-		fmt.Fprintf(&sb, "More in %s: %s\n", s.Name, strings.Join(short, ", "))
+		fmt.Fprintf(&sb, "More in %s: %s", s.Name, strings.Join(short, ", "))
+		if s.Rest > 0 {
+			sb.WriteString(", …")
+		}
+		sb.WriteByte('\n')
 	}
-	fmt.Fprintf(&sb, "Bound for your next step: %s\nTo use a tool named under \"More in\", search its exact name.", strings.Join(bound, ", "))
+	if listed {
+		sb.WriteString("(Tools named after \"More in\" are not bound: search one's exact name to bind it.)\n")
+	}
+	fmt.Fprintf(&sb, "Bound for your next step: %s", strings.Join(bound, ", "))
 	return sb.String()
 }
 

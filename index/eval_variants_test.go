@@ -32,6 +32,38 @@ func TestEvalVariants(t *testing.T) {
 		{name: "b 0.5", mod: func(o *options) { o.b = 0.5 }},
 		{name: "no cover/head rerank", mod: func(o *options) { o.coverWeight, o.headWeight = 0, 0 }},
 	}
+	if mode == "weak" {
+		variants = variants[:1]
+		for _, w := range []float64{0.2, 0.25, 0.35, 0.4, 0.5} {
+			variants = append(variants, variant{name: fmt.Sprintf("weak below %.2f", w), mod: func(o *options) { o.weakCoverage = w }})
+		}
+	}
+	if mode == "prior" {
+		variants = variants[:1]
+		for _, dw := range []float64{0, 0.2} {
+			for _, sp := range []float64{0, 0.1, 0.2, 0.4} {
+				variants = append(variants, variant{name: fmt.Sprintf("domain %.1f server prior %.1f", dw, sp), mod: func(o *options) {
+					o.domainWeight, o.serverPrior = dw, sp
+				}})
+			}
+		}
+	}
+	if mode == "servers" {
+		variants = variants[:1]
+		for _, own := range []float64{0, 1, 3, 6} {
+			for _, dw := range []float64{0, 0.5, 1, 2} {
+				variants = append(variants, variant{name: fmt.Sprintf("server own %.0f doc %.1f", own, dw), mod: func(o *options) {
+					o.serverOwnWeight, o.serverDocWeight = own, dw
+				}})
+			}
+		}
+		for _, n := range []int{1, 3} {
+			variants = append(variants, variant{name: fmt.Sprintf("%d servers", n), mod: func(o *options) { o.moreServers = n }})
+		}
+		for _, b := range []int{300, 900, 1200} {
+			variants = append(variants, variant{name: fmt.Sprintf("more bytes %d", b), mod: func(o *options) { o.maxMoreBytes = b }})
+		}
+	}
 	if mode == "groups" {
 		variants = variants[:2]
 		for i, g := range synonymGroups {

@@ -69,6 +69,10 @@ type options struct {
 
 	serverOwnWeight float64 // a server's own words count this many entries in its document
 	serverDocWeight float64 // a server's document score against its best entry's, ranking servers
+	serverPrior     float64 // the server's document score, as a share of the best bluge score
+	moreServers     int     // servers an answer lists the other entries of
+	maxMore         int     // ... at most this many names each
+	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
 
 	vocab *vocabulary // nil: the default vocabulary (evaluation builds others)
 }
@@ -95,6 +99,9 @@ func defaultOptions() options {
 		weakCoverage:    0.3,
 		serverOwnWeight: 3,
 		serverDocWeight: 1,
+		moreServers:     2,
+		maxMore:         maxMore,
+		maxMoreBytes:    maxMoreBytes,
 	}
 }
 
@@ -546,13 +553,16 @@ type Result struct {
 	// Weak is true when nothing matched well (the best hit is a poor match):
 	// the answer must say so plainly.
 	Weak bool
+	// NoServer is true when Query.Server names no server of the catalog.
+	NoServer bool
 }
 
 // ServerHit is a server ranked for a query.
 type ServerHit struct {
 	Name  string   // the server key
 	Score float64  // how well the server's document matches, for ordering
-	More  []string // exposed names of its other entries, best first, at most maxMore
+	More  []string // exposed names of its other entries, best first
+	Rest  int      // how many of its other entries More leaves out
 }
 
 const (
@@ -579,7 +589,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if q.Server != "" {
 		sid, ok := ix.servers.ids[q.Server]
 		if !ok {
-			return Result{Weak: true}, nil
+			return Result{Weak: true, NoServer: true}, nil
 		}
 		only = sid
 	}
@@ -602,8 +612,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{Weak: true}, nil
 	}
 	var res Result
+	docs := ix.serverScores(qts)
 	if len(cands) > 0 {
-		ix.rerank(cands, qts)
+		ix.rerank(cands, qts, docs)
 		res.Weak = ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage
 	}
 	if len(exact) > 0 {
@@ -626,9 +637,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
 		shown = append(shown, c.i)
 	}
-	if !res.Weak {
-		res.Servers = ix.rankServers(qts, cands, shown, q.Kinds, only)
-	}
+	res.Servers = ix.rankServers(qts, docs, cands, shown, q.Kinds, only)
 	return res, nil
 }
 
@@ -701,8 +710,21 @@ type candidate struct {
 
 // rerank adds the server-domain prior and the query's coverage to bluge's
 // scores and sorts.
-func (ix *Index) rerank(cands []candidate, qts []queryTerm) {
+func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs map[int32]float64) {
 	top := cands[0].score
+	if ix.opts.serverPrior > 0 {
+		var best float64
+		for _, s := range docs {
+			best = max(best, s)
+		}
+		if best > 0 {
+			for k := range cands {
+				if sid := ix.serverOf[cands[k].i]; sid >= 0 {
+					cands[k].score += ix.opts.serverPrior * top * docs[sid] / best
+				}
+			}
+		}
+	}
 	if ix.opts.domainWeight > 0 {
 		dom := map[int32]float64{}
 		var best float64

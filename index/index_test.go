@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -402,6 +404,150 @@ func TestBuildChunksAgree(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%d chunks: %q: got %v, want %v", chunks, q.Query, names(got), names(want))
 			}
+		}
+	}
+}
+
+// TestSearchExactName: a tool's exact name, whole or without its server
+// prefix, is that tool at rank 1, whatever its description says.
+func TestSearchExactName(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ctx := context.Background()
+	for _, c := range []struct {
+		text  string
+		first []string
+	}{
+		{"github__merge_pull_request", []string{"github__merge_pull_request"}},
+		{"  GitHub__Merge_Pull_Request ", []string{"github__merge_pull_request"}},
+		{"merge_pull_request", []string{"github__merge_pull_request"}},
+		{"add_issue_comment", []string{"github__add_issue_comment"}},
+	} {
+		res, err := ix.Search(ctx, Query{Text: c.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := names(res)
+		if len(got) < len(c.first) || !reflect.DeepEqual(got[:len(c.first)], c.first) || res.Weak {
+			t.Errorf("Search(%q) = %v weak=%v, want %v first, confident", c.text, got, res.Weak, c.first)
+		}
+	}
+	// A tool part two servers share is both, in catalog order.
+	res, err := ix.Search(ctx, Query{Text: "read_file"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(res); len(got) < 2 || got[0] != "filesystem__read_file" || got[1] != "desktop-commander__read_file" {
+		t.Errorf("Search(read_file) = %v, want filesystem's then desktop-commander's read_file first", got)
+	}
+	res, err = ix.Search(ctx, Query{Text: "read_file", Server: "desktop-commander"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(res); len(got) == 0 || got[0] != "desktop-commander__read_file" {
+		t.Errorf("Search(read_file, server desktop-commander) = %v", got)
+	}
+}
+
+// TestSearchServerFilter: Query.Server keeps one server's entries; an
+// unknown server is said so.
+func TestSearchServerFilter(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ctx := context.Background()
+	res, err := ix.Search(ctx, Query{Text: "create an issue", Server: "gitlab", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) == 0 || res.Hits[0].Entry.Name != "gitlab__create_issue" {
+		t.Errorf("gitlab only: %v", names(res))
+	}
+	for _, h := range res.Hits {
+		if h.Entry.Server != "gitlab" {
+			t.Errorf("server filter let %s through", h.Entry.Name)
+		}
+	}
+	for _, s := range res.Servers {
+		if s.Name != "gitlab" {
+			t.Errorf("server filter listed server %s", s.Name)
+		}
+	}
+	res, err = ix.Search(ctx, Query{Text: "create an issue", Server: "nosuch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NoServer || len(res.Hits) != 0 {
+		t.Errorf("unknown server: %+v", res)
+	}
+}
+
+// TestSearchServers: an answer names the best servers' other tools, not
+// those already hit, in a bounded number of bytes.
+func TestSearchServers(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	res, err := ix.Search(context.Background(), Query{Text: "squash a pull request on github"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Servers) == 0 || len(res.Servers) > 2 || res.Servers[0].Name != "github" {
+		t.Fatalf("servers = %+v, want github first, at most two", res.Servers)
+	}
+	hit := map[string]bool{}
+	for _, h := range res.Hits {
+		hit[h.Entry.Name] = true
+	}
+	all := append(names(res), res.Servers[0].More...)
+	if !slices.Contains(all, "github__merge_pull_request") {
+		t.Errorf("merge_pull_request is neither hit nor listed: %v", all)
+	}
+	for _, s := range res.Servers {
+		size := 0
+		for _, n := range s.More {
+			if hit[n] {
+				t.Errorf("%s is both a hit and listed", n)
+			}
+			if !strings.HasPrefix(n, s.Name+"__") {
+				t.Errorf("%s listed under %s", n, s.Name)
+			}
+			size += len(n) - len(s.Name) - 2 + 2
+		}
+		if size > maxMoreBytes {
+			t.Errorf("%s lists %d bytes of names", s.Name, size)
+		}
+	}
+}
+
+// TestServerDocumentsUseServerText: what a server says about itself (its
+// instructions) ranks the server, though none of its tools says it.
+func TestServerDocumentsUseServerText(t *testing.T) {
+	entries := []Entry{
+		{Name: "a__run", Kind: KindMCP, Server: "a", Description: "Run a thing.", ServerInstructions: "Use this server for invoices and ledgers."},
+		{Name: "a__list", Kind: KindMCP, Server: "a", Description: "List things.", ServerInstructions: "Use this server for invoices and ledgers."},
+		{Name: "b__run", Kind: KindMCP, Server: "b", Description: "Run a thing.", ServerTitle: "Weather"},
+		{Name: "b__list", Kind: KindMCP, Server: "b", Description: "List things.", ServerTitle: "Weather"},
+	}
+	ix, err := Build(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	for q, want := range map[string]string{"run the ledgers": "a", "list the weather": "b"} {
+		res, err := ix.Search(context.Background(), Query{Text: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Servers) == 0 || res.Servers[0].Name != want {
+			t.Errorf("Search(%q).Servers = %+v, want %s first", q, res.Servers, want)
 		}
 	}
 }

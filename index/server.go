@@ -140,18 +140,19 @@ func (ix *Index) serverScores(qts []queryTerm) map[int32]float64 {
 	return out
 }
 
-// maxMore bounds the names an answer lists for one server.
-const maxMore = 12
-
-// moreServers is how many servers an answer lists the other tools of.
-const moreServers = 2
+// An answer lists at most maxMore names of one server, and no more than
+// fit in maxMoreBytes (their tool parts, comma separated): a server's whole
+// tool list when it is small, its nearest tools when it is big.
+const (
+	maxMore      = 40
+	maxMoreBytes = 600
+)
 
 // rankServers picks the servers an answer names: by their documents' score
 // for the query, plus the best of their entries' scores among the ranked
 // candidates, both as shares of the best. Each gets up to maxMore of its
 // other entries (not in shown), those that share most of the query first.
-func (ix *Index) rankServers(qts []queryTerm, cands []candidate, shown []int, kinds []Kind, only int32) []ServerHit {
-	docs := ix.serverScores(qts)
+func (ix *Index) rankServers(qts []queryTerm, docs map[int32]float64, cands []candidate, shown []int, kinds []Kind, only int32) []ServerHit {
 	best := map[int32]float64{}
 	var top float64
 	for _, c := range cands {
@@ -205,7 +206,7 @@ func (ix *Index) rankServers(qts []queryTerm, cands []candidate, shown []int, ki
 		candScore[c.i] = c.score
 	}
 	var out []ServerHit
-	for _, r := range ranked[:min(moreServers, len(ranked))] {
+	for _, r := range ranked[:min(ix.opts.moreServers, len(ranked))] {
 		type more struct {
 			i     int
 			score float64
@@ -225,9 +226,15 @@ func (ix *Index) rankServers(qts []queryTerm, cands []candidate, shown []int, ki
 		}
 		sort.SliceStable(ms, func(a, b int) bool { return ms[a].score > ms[b].score })
 		h := ServerHit{Name: ix.servers.names[r.sid], Score: r.score}
-		for _, m := range ms[:min(maxMore, len(ms))] {
+		size := 0
+		for _, m := range ms[:min(ix.opts.maxMore, len(ms))] {
+			size += len(toolPart(ix.entries[m.i])) + 2
+			if size > ix.opts.maxMoreBytes {
+				break
+			}
 			h.More = append(h.More, ix.entries[m.i].Name)
 		}
+		h.Rest = len(ms) - len(h.More)
 		out = append(out, h)
 	}
 	return out
