@@ -134,6 +134,7 @@ type launch struct {
 	dir    string        // quiver's working directory ("" = the test's)
 	answer *cardAnswerer // how the person answers cards (nil: the host cannot show them)
 	stderr io.Writer     // also receives quiver's log (at info)
+	quiet  bool          // log at warn: a fuzz test's thousands of refusals are noise
 }
 
 // start runs quiver serve as l says and connects a recorded host. It
@@ -150,8 +151,12 @@ func (l launch) start(t *testing.T) (*host, *recorder, string) {
 	if l.stderr != nil {
 		stderr = l.stderr
 	}
+	level := "info"
+	if l.quiet {
+		level = "warn"
+	}
 	st := transport.NewStdioWithOptions(quiverBin, l.env,
-		[]string{"serve", "--config", path, "--state-dir", state, "--log-level", "info"},
+		[]string{"serve", "--config", path, "--state-dir", state, "--log-level", level},
 		transport.WithCommandStderrWriter(stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
