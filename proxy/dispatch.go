@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -73,6 +75,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	} else {
 		call.Closest = s.closest(ss, st, name, 3, index.KindMCP)
 	}
+	s.frame(call.Tool, call.Roots)
 	d, id := s.admit(ctx, ss, call, true)
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
@@ -175,11 +178,49 @@ func gateToolFor(cfg *registry.Config, t registry.Tool) *gate.Tool {
 	gt := &gate.Tool{Name: t.Exposed, Server: t.Server, Schema: t.InputSchema,
 		Hints: gate.Hints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}}
 	if srv, ok := cfg.Server(t.Server); ok {
-		gt.Dir = srv.Cwd
+		gt.Home = srv.Home()
+		switch srv.PathBase {
+		case "":
+			// Undeclared: quiver cannot know where the server puts a
+			// relative path, so the gate holds every one to be outside.
+		case registry.PathBaseRoots:
+			gt.Bases = srv.RootDirs() // the session's roots join in frame
+		default:
+			gt.Bases = []string{srv.PathBase}
+		}
 		gt.PathArgs = srv.PathArgs[t.Name]
 	}
 	_, gt.SlashGated = cfg.SlashFor(t.Exposed)
 	return gt
+}
+
+// frame completes the server's frame for one call: a server that resolves
+// relative paths against its allowed folders (path_base: roots) also has
+// the session's MCP roots among them, since server-filesystem takes the
+// client's roots as its allowed folders. Every base is tried by the gate.
+func (s *Server) frame(t *gate.Tool, roots []string) {
+	if t == nil || t.Server == "" {
+		return
+	}
+	if srv, ok := s.cfg().Server(t.Server); ok && srv.PathBase == registry.PathBaseRoots {
+		for _, r := range roots {
+			if p, err := rootPath(r); err == nil {
+				t.Bases = append(t.Bases, p)
+			}
+		}
+	}
+}
+
+// rootPath is the folder an MCP root names (a file:// URI, or a path).
+func rootPath(root string) (string, error) {
+	p := root
+	if u, err := url.Parse(root); err == nil && u.Scheme == "file" {
+		p = u.Path
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("root %q is not an absolute folder", root)
+	}
+	return filepath.Clean(p), nil
 }
 
 func rawArgs(req mcp.CallToolRequest) json.RawMessage {

@@ -61,6 +61,7 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 	call := gate.Call{Session: ss.key, Name: name, Args: raw, Turn: ss.currentTurn(),
 		Roots: s.relay.sessionRoots(ctx), Visible: true,
 		Tool: s.opTool(name, srv)}
+	s.frame(call.Tool, call.Roots)
 	d, id := s.admit(ctx, ss, call, mayAsk)
 	if d.Verdict != gate.Allow {
 		s.log.Info("request refused", "session", ss.id, "op", name, "code", d.Code, "reason", d.Reason)

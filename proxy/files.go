@@ -28,6 +28,12 @@ var readFileTool = gate.Tool{Name: builtin.ReadFileName, Class: gate.ClassRead, 
 func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) ([]byte, int64, *mcp.CallToolResult) {
 	args, _ := json.Marshal(map[string]any{"path": path})
 	tool := readFileTool
+	// read_file runs in quiver itself: a relative path is quiver's, and
+	// so is ~.
+	if wd, err := os.Getwd(); err == nil {
+		tool.Bases = []string{wd}
+	}
+	tool.Home, _ = os.UserHomeDir()
 	call := gate.Call{Session: f.ss.key, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn(),
 		Roots: f.s.relay.sessionRoots(ctx)}
 	d, id := f.s.admit(ctx, f.ss, call, true)

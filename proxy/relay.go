@@ -524,7 +524,9 @@ type rootsCache struct {
 // client sends notifications/roots/list_changed.
 func (r *relay) sessionRoots(ctx context.Context) []string {
 	cs := server.ClientSessionFromContext(ctx)
-	if cs == nil || clientCaps(cs).Roots == nil {
+	if cs == nil || cs.SessionID() == "" || clientCaps(cs).Roots == nil {
+		// A client without a session has no roots quiver could keep: a
+		// cache under "" would lend one client's roots to the next.
 		return nil
 	}
 	r.mu.Lock()

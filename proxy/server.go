@@ -40,6 +40,11 @@ type Options struct {
 	Debounce time.Duration
 	// Now is the clock (tests inject one); default time.Now.
 	Now func() time.Time
+	// Protected are quiver's own files besides the config file and the
+	// state dir, which are always protected: the toggles file and its
+	// folder. No downstream call may read or write them (the gate's
+	// deny.protected_path), or a model could widen its own fence.
+	Protected []string
 }
 
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
@@ -110,7 +115,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	var ledger *gate.Ledger
-	var gopts []gate.Option
+	gopts := []gate.Option{gate.WithProtected(protectedPaths(cfg, opts)...)}
 	if opts.StateDir != "" {
 		l, err := gate.OpenLedger(context.Background(), filepath.Join(opts.StateDir, "ledger.db"))
 		if err != nil {
@@ -186,6 +191,22 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	s.passThroughInstall()
 	s.install(&registry.Catalog{})
 	return s, nil
+}
+
+// protectedPaths are quiver's own files: the config file, the toggles
+// file and folder, the state dir (with the ledger). Relative names are
+// made absolute against quiver's working directory, as quiver opens them.
+func protectedPaths(cfg *registry.Config, opts Options) []string {
+	var out []string
+	for _, p := range append([]string{cfg.Path, opts.StateDir}, opts.Protected...) {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
 }
 
 func newRunID() string {
