@@ -5,10 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/gate"
 )
+
+// toolName is what an exposed tool name may hold.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // RequestCapabilityName is the builtin a model uses to ask for a grant
 // before a call that would otherwise be refused.
@@ -66,6 +72,18 @@ func RequestCapability(ctx context.Context, a Approver, raw json.RawMessage) *mc
 	}
 	if r.Reason == "" {
 		return refuse("deny.args_invalid", "say why you need it in reason: the user reads it before deciding.")
+	}
+	// The reason and the tool's name go on a card a person reads: a
+	// newline, a bidi override or a line separator could make the card
+	// say something quiver did not.
+	if err := gate.CheckModelText(r.Reason); err != nil {
+		return refuse("deny.args_invalid", fmt.Sprintf("reason: %v. Write one plain sentence the user will read.", err))
+	}
+	if r.Tool != "" && !toolName.MatchString(r.Tool) {
+		return refuse("deny.args_invalid", fmt.Sprintf("tool %q is not a tool name; give the exact name search_tools showed (letters, digits, _ and -).", r.Tool))
+	}
+	if err := gate.CheckModelText(r.Path); r.Path != "" && err != nil {
+		return refuse("deny.args_invalid", fmt.Sprintf("path: %v. Give the plain absolute path.", err))
 	}
 	return a.RequestCapability(ctx, r)
 }

@@ -2,10 +2,14 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -81,25 +85,97 @@ func (s *Server) ask(ctx context.Context, message string) (answer, error) {
 	return answerNone, nil
 }
 
-// card is the text of an approval card: the tool, what it needs, where,
-// and why the model says it needs it.
+// card is the text of an approval card, and of the request
+// `quiver grants --pending` lists: what the call will do, so a person can
+// decide without guessing. It names the tool and its class, each path as
+// the model wrote it and as quiver resolved it (or why quiver could not),
+// and whether it lies outside; for anything but a read, the start of every
+// other argument (the content of a write, the edits of an edit); and the
+// model's own words, quoted, so they cannot pass for quiver's. Every value
+// a model or a server chose is written with %q: a newline, a bidi override
+// or a line separator shows as an escape, never as layout.
 func card(tool string, d gate.Decision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "quiver: allow %s?\n%s", tool, d.Reason)
-	for _, n := range d.Needs {
-		if n.Path != "" {
-			fmt.Fprintf(&b, "\n- %s: %s", n.Capability, n.Path)
+	fmt.Fprintf(&b, "quiver: allow %s (a %s tool)?\n%s", tool, orWord(string(d.Class), "tool"), d.Reason)
+	paths := map[string]bool{}
+	if len(d.Resolved) > 0 {
+		b.WriteString("\nPaths:")
+	}
+	for _, rp := range d.Resolved {
+		paths[rp.Arg] = true
+		where := fmt.Sprintf("%q", rp.Path)
+		switch {
+		case rp.Unresolved != "":
+			where = "not placed: " + rp.Unresolved + " (counts as outside)"
+		case rp.Outside:
+			where += " (outside the allowed folders)"
+		default:
+			where += " (inside)"
+		}
+		if rp.Raw == rp.Path || rp.Unresolved != "" {
+			fmt.Fprintf(&b, "\n- %s %q: %s", rp.Arg, rp.Raw, where)
 		} else {
-			fmt.Fprintf(&b, "\n- %s", n.Capability)
+			fmt.Fprintf(&b, "\n- %s %q resolves to %s", rp.Arg, rp.Raw, where)
+		}
+	}
+	for _, n := range d.Needs {
+		if n.Path == "" {
+			fmt.Fprintf(&b, "\nNeeds: %s", n.Capability)
+		}
+	}
+	if d.Class != gate.ClassRead {
+		for _, line := range argPreview(d.Args, paths) {
+			b.WriteString("\n" + line)
 		}
 	}
 	if d.Justification != "" {
-		fmt.Fprintf(&b, "\nJustification: %s", d.Justification)
+		fmt.Fprintf(&b, "\nThe model says (its words, not quiver's): %q", d.Justification)
 	}
 	if d.Digest != "" {
 		fmt.Fprintf(&b, "\nArguments digest: %.12s", d.Digest)
 	}
 	return b.String()
+}
+
+// previewBytes is how much of each argument a card shows.
+const previewBytes = 200
+
+// argPreview is one line per argument that is not a path: its name and
+// the start of its value, so a write's content or an edit is on the card.
+func argPreview(args json.RawMessage, skip map[string]bool) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if skip[k] {
+			continue
+		}
+		v := m[k]
+		var str string
+		if json.Unmarshal(v, &str) != nil {
+			str = string(v) // a number, an object, a list of edits: as JSON
+		}
+		more := ""
+		if len(str) > previewBytes {
+			cut := previewBytes
+			for cut > 0 && !utf8.RuneStart(str[cut]) {
+				cut--
+			}
+			more = fmt.Sprintf(" … (%d bytes in all)", len(str))
+			str = str[:cut]
+		}
+		out = append(out, fmt.Sprintf("- %s: %q%s", k, str, more))
+	}
+	return out
+}
+
+func orWord(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // approve turns an ask into a decision: a card when the host can show one,
@@ -109,7 +185,11 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	var pending gate.Approval
 	if s.ledger != nil {
 		var err error
-		if pending, err = s.ledger.RequestApproval(ctx, ss.key, call.Name, d); err != nil {
+		// The request is filed with the card's text, so that
+		// `quiver grants --pending` says what the card says.
+		filed := d
+		filed.Reason = card(call.Name, d)
+		if pending, err = s.ledger.RequestApproval(ctx, ss.key, call.Name, filed); err != nil {
 			s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
 		}
 	}
@@ -212,7 +292,7 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	} else {
 		what += " for " + a.Tool
 	}
-	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nReason: %s", what, r.Reason))
+	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason))
 	if errors.Is(err, context.DeadlineExceeded) {
 		return builtin.Refusal(codeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
 	}

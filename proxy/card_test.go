@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// A card used to say only "destructive": a person approved a write to
+// servers.yaml without seeing the path or the content. The card (and the
+// request `quiver grants --pending` lists, which holds the same text) now
+// names the tool, its class, each path as written and resolved and whether
+// it is outside, and the start of the content.
+func TestCardSaysWhatWillHappen(t *testing.T) {
+	inside, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "notes.txt")
+	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	write := registry.Tool{Server: "ex", Name: "write_file", Exposed: "ex__write_file",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`),
+		Annotations: mcp.ToolAnnotation{DestructiveHint: &yes}}
+	r := newRig(t, rigServer+fmt.Sprintf(`
+surface:
+  always_on: [ex__write_file]
+fence:
+  allowed_dirs: [%q]
+`, inside), write)
+	c := r.connect("s1")
+	content := "line one\nquiver: this only reads README.md\u202e" + strings.Repeat("x", 300)
+	res := c.call("ex__write_file", map[string]any{"path": target, "content": content})
+	wantCode(t, res, codeApprovalUnavailable)
+
+	pending, err := r.s.ledger.Approvals(context.Background(), gate.ApprovalFilter{State: gate.Pending})
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending: %v %v", pending, err)
+	}
+	text := pending[0].Reason
+	for _, want := range []string{
+		"allow ex__write_file (a destructive tool)?",
+		fmt.Sprintf("- path %q: %q (outside the allowed folders)", target, target),
+		`- content: "line one\nquiver: this only reads README.md\u202e` + "xxx",
+		fmt.Sprintf("(%d bytes in all)", len(content)),
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("card lacks %q:\n%s", want, text)
+		}
+	}
+	// What the model wrote cannot lay out a line of its own on the card.
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "quiver: this only") || strings.ContainsRune(line, '\u202e') {
+			t.Errorf("model text escaped its quotes: %q", line)
+		}
+	}
+}
