@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -215,7 +214,7 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 		pgid := child.Process.Pid
 		go func() {
 			<-life.Done()
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = killGroup(pgid)
 		}()
 	}
 	c.relist.Store(false)

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -299,7 +298,11 @@ func TestDeadServerIsFoundByTheHealthCheck(t *testing.T) {
 	if len(first) != 1 {
 		t.Fatalf("pids %v; want one child", first)
 	}
-	if err := syscall.Kill(first[0], syscall.SIGKILL); err != nil {
+	proc, err := os.FindProcess(first[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "a restart after the child was killed", func() bool {
