@@ -29,9 +29,10 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 
 // httpQuiver is a running "quiver serve --http".
 type httpQuiver struct {
-	url  string // http://127.0.0.1:PORT/mcp, whatever address it bound
-	pid  int
-	logs *syncBuffer
+	url    string // http://127.0.0.1:PORT/mcp, whatever address it bound
+	config string // its servers.yaml
+	pid    int
+	logs   *syncBuffer
 }
 
 // startHTTPQuiver runs quiver serve --http on host:PORT (PORT free) with
@@ -49,7 +50,7 @@ func startHTTPQuiver(t *testing.T, host, cfg string, args, env []string) *httpQu
 	cmd := exec.Command(quiverBin, append([]string{"serve", "--http", net.JoinHostPort(host, port),
 		"--config", path, "--state-dir", filepath.Join(dir, "state"), "--log-level", "info"}, args...)...)
 	cmd.Env = append(environWithout("QUIVER_AUTH_TOKEN"), env...)
-	q := &httpQuiver{url: "http://127.0.0.1:" + port + "/mcp", logs: &syncBuffer{}}
+	q := &httpQuiver{url: "http://127.0.0.1:" + port + "/mcp", config: path, logs: &syncBuffer{}}
 	cmd.Stderr = io.MultiWriter(testWriter{t}, q.logs)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -214,21 +215,11 @@ http:
 		}
 	})
 	t.Run("stream_outlives_read_timeout", func(t *testing.T) {
-		// A session's GET stream stays open past read_timeout: the
-		// timeout is for receiving requests, never for answering them.
-		req, _ := http.NewRequest(http.MethodPost, q.url, strings.NewReader(initializeBody))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		sid := resp.Header.Get("Mcp-Session-Id")
-		if sid == "" {
-			t.Fatalf("initialize gave no session id: %v", resp.Header)
-		}
+		// A session's GET stream still carries notifications after
+		// read_timeout: the timeout is for receiving requests, never for
+		// answering them.
+		q.connect(t, nil).waitTools("example__current_time") // no change pending
+		sid := q.rawSession(t)
 		conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(q.url, "http://"), "/mcp"))
 		if err != nil {
 			t.Fatal(err)
@@ -240,12 +231,50 @@ http:
 		if err != nil || !strings.Contains(status, " 200 ") {
 			t.Fatalf("GET stream: %q, %v", status, err)
 		}
-		conn.SetReadDeadline(time.Now().Add(3 * readTimeout))
-		_, err = io.Copy(io.Discard, br)
-		if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-			t.Fatalf("the GET stream ended within %v (read_timeout %v): %v", 3*readTimeout, readTimeout, err)
+		time.Sleep(2 * readTimeout)
+		// Dropping the example server changes every session's tools.
+		if err := os.WriteFile(q.config, []byte("surface:\n  reveal: auto\nservers: {}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the GET stream, opened %v before, ended without the list_changed notification (read_timeout %v): %v", 2*readTimeout, readTimeout, err)
+			}
+			if strings.Contains(line, "notifications/tools/list_changed") {
+				return
+			}
 		}
 	})
+}
+
+// rawSession initializes a session by hand and returns its id.
+func (q *httpQuiver) rawSession(t *testing.T) string {
+	t.Helper()
+	send := func(body, sid string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, q.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	sid := send(initializeBody, "").Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("initialize gave no session id")
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, sid)
+	return sid
 }
 
 // letters is an endless stream of 'a'.
