@@ -40,7 +40,7 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 		return builtin.Call(ctx, caller{s, ss, req.Params.Meta}, rawArgs(req)), nil
 	case builtin.ReadFileName:
 		res := builtin.ReadFile(ctx, s.current().skills, files{s, ss}, rawArgs(req))
-		return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets), nil
+		return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets, nil), nil
 	case builtin.RequestCapabilityName:
 		return builtin.RequestCapability(ctx, capabilities{s, ss}, rawArgs(req)), nil
 	}
@@ -111,7 +111,8 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	}
 	s.ended(id, outcome, "")
 	log.Debug("call done", "is_error", res.IsError)
-	return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets)
+	t, _ := st.cat.Lookup(name)
+	return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets, t.OutputSchema)
 }
 
 // admit decides a call and records it. An allowed call comes back with

@@ -160,17 +160,9 @@ func secretHas(secrets []registry.Secret, r rune) bool {
 	return false
 }
 
-// marshalPlain encodes v without encoding/json's HTML escaping (the host
-// is no browser) and without the trailing newline an Encoder adds.
-func marshalPlain(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// marshalPlain encodes v as mcp-go does (json.Marshal, whose escapes
+// jsonLen counts), so that a size measured here is the size sent.
+func marshalPlain(v any) ([]byte, error) { return json.Marshal(v) }
 
 // boundMessage cuts an oversized result in place: the longest strings
 // first, each at a character boundary with a notice, until the result
@@ -205,25 +197,7 @@ func boundMessage(v any, limit int) bool {
 	if total <= limit {
 		return false
 	}
-	var strs []*cutString
-	collectStrings(obj, func(s *cutString) { strs = append(strs, s) })
-	sort.SliceStable(strs, func(i, j int) bool { return len(strs[i].get()) > len(strs[j].get()) })
-	over := total - limit + 200 // room for the notices and the mark
-	const notice = "\n[quiver: cut here: %d of %d bytes not shown; ask for less]"
-	for _, s := range strs {
-		cur := s.get()
-		// Short strings are names, URIs and types: cutting them would
-		// break the result, and cannot be what made it large.
-		if over <= 0 || len(cur) < 512 {
-			break
-		}
-		size := jsonLen(cur)
-		room := size - over - len(fmt.Sprintf(notice, len(cur), len(cur)))
-		keep := prefixWithin(cur, max(0, room))
-		cut := cur[:keep] + fmt.Sprintf(notice, len(cur)-keep, len(cur))
-		s.set(cut)
-		over -= size - jsonLen(cut)
-	}
+	shorten(obj, total-limit+200) // room for the mark
 	meta, _ := obj["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
@@ -231,6 +205,35 @@ func boundMessage(v any, limit int) bool {
 	meta["quiver/truncated"] = true
 	obj["_meta"] = meta
 	return true
+}
+
+// cutNotice ends a string shortened by shorten.
+const cutNotice = "\n[quiver: cut here: %d of %d bytes not shown; ask for less]"
+
+// shorten cuts the longest strings under v, each at a character boundary
+// with a notice saying how much is gone, until their JSON forms have lost
+// at least over bytes or only short strings are left. Short strings are
+// names, URIs and types: cutting them would break the value and cannot be
+// what made it large. It reports whether it cut anything.
+func shorten(v any, over int) bool {
+	var strs []*cutString
+	collectStrings(v, func(s *cutString) { strs = append(strs, s) })
+	sort.SliceStable(strs, func(i, j int) bool { return len(strs[i].get()) > len(strs[j].get()) })
+	cut := false
+	for _, s := range strs {
+		cur := s.get()
+		if over <= 0 || len(cur) < 512 {
+			break
+		}
+		size := jsonLen(cur)
+		room := size - over - len(fmt.Sprintf(cutNotice, len(cur), len(cur)))
+		keep := prefixWithin(cur, max(0, room))
+		short := cur[:keep] + fmt.Sprintf(cutNotice, len(cur)-keep, len(cur))
+		s.set(short)
+		over -= size - jsonLen(short)
+		cut = true
+	}
+	return cut
 }
 
 // cutString is a handle on one string inside a decoded JSON value.
@@ -271,8 +274,9 @@ func jsonSize(v any) int {
 }
 
 // jsonLen is the exact length of s as a JSON string (quotes included) the
-// way marshalPlain writes it: control characters, quotes and backslashes
-// escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029 as \u escapes.
+// way encoding/json writes it: control characters, quotes and backslashes
+// escaped, <, > and & as \u escapes, invalid UTF-8 as \ufffd, U+2028
+// and U+2029 as \u escapes.
 func jsonLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
@@ -301,7 +305,7 @@ func asciiLen(c byte) int {
 	case '"', '\\', '\n', '\r', '\t', '\b', '\f':
 		return 2
 	}
-	if c < 0x20 {
+	if c < 0x20 || c == '<' || c == '>' || c == '&' {
 		return 6
 	}
 	return 1

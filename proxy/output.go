@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -14,8 +16,18 @@ import (
 // bound makes a downstream result safe to show: known secrets and
 // credential shapes are redacted, and a result larger than limit bytes
 // (serialized) is cut, with a notice saying how much, and
-// _meta["quiver/truncated"] set so hosts can tell.
-func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.CallToolResult {
+// _meta["quiver/truncated"] set so hosts can tell. The cut keeps as much
+// readable text as fits: it is computed on the text's JSON form, so a
+// result full of characters JSON escapes is not cut to nothing.
+//
+// Structured content is judged as the host will receive it: mcp-go sends
+// RawStructuredContent (the downstream's own bytes) when it is set, so
+// that is what is decoded, redacted and bounded. When the result is too
+// big and the tool declares an output schema (outSchema), its structured
+// content is shortened and must still validate, or the call becomes an
+// error that says why: never an invalid result. Without a schema, the
+// structured copy goes first, so the model keeps the readable part.
+func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret, outSchema json.RawMessage) *mcp.CallToolResult {
 	redact := func(s string) string { return registry.Redact(s, secrets) }
 	for i, c := range res.Content {
 		switch c := c.(type) {
@@ -37,15 +49,26 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 			res.Meta.AdditionalFields = r.(map[string]any)
 		}
 	}
+	if raw := res.RawStructuredContent; len(raw) > 0 {
+		res.RawStructuredContent = nil
+		res.StructuredContent = nil
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber() // 2^63-1 stays exact
+		var v any
+		if dec.Decode(&v) == nil {
+			res.StructuredContent = v
+		}
+	}
 	if res.StructuredContent != nil {
 		// Redact the decoded strings, not the encoding: JSON escapes
 		// (&, <, >, quotes) would hide a secret from a match on the bytes.
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.UseNumber()
 			var v any
-			if json.Unmarshal(b, &v) == nil {
-				if r, changed := redactValue(v, redact); changed {
-					res.StructuredContent = r
-				}
+			if dec.Decode(&v) == nil {
+				r, _ := redactValue(v, redact)
+				res.StructuredContent = r
 			} else {
 				res.StructuredContent = nil // cannot check it: show none of it
 			}
@@ -60,9 +83,14 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 	if total <= limit {
 		return res
 	}
-	// Structured content repeats the text for machines; when the answer is
-	// too big it goes first, so the model keeps the readable part.
-	res.StructuredContent = nil
+	if res.StructuredContent != nil {
+		if len(outSchema) == 0 {
+			res.StructuredContent = nil
+		} else if why := shortenStructured(res, limit/2, outSchema); why != "" {
+			return &mcp.CallToolResult{IsError: true, Result: mcp.Result{Meta: truncatedMeta()}, Content: []mcp.Content{mcp.NewTextContent(fmt.Sprintf(
+				"error.result_too_large: the result is %d bytes, over quiver's bound of %d, and cannot be shortened so that it still fits the tool's output schema (%s); it is not shown. Ask for less: a narrower query or a range.", total, limit, why))}}
+		}
+	}
 	const notice = "\n[quiver: output cut here: %d of %d bytes not shown; ask for less (a narrower query or a range)]"
 	res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprintf(notice, total, total)))
 	if res.Meta == nil {
@@ -72,7 +100,6 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 		res.Meta.AdditionalFields = map[string]any{}
 	}
 	res.Meta.AdditionalFields["quiver/truncated"] = true
-	// JSON escaping makes sizes only estimable, so cut, measure, repeat.
 	for pass := 0; pass < 4; pass++ {
 		over := size(res) - limit
 		if over <= 0 {
@@ -81,11 +108,9 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 		for i := len(res.Content) - 2; i >= 0 && over > 0; i-- {
 			switch c := res.Content[i].(type) {
 			case mcp.TextContent:
-				keep := max(0, len(c.Text)-over)
-				for keep > 0 && !utf8.RuneStart(c.Text[keep]) {
-					keep--
-				}
-				over -= len(c.Text) - keep
+				n := jsonLen(c.Text)
+				keep := prefixWithin(c.Text, max(0, n-over))
+				over -= n - jsonLen(c.Text[:keep])
 				c.Text = c.Text[:keep]
 				res.Content[i] = c
 			default:
@@ -95,8 +120,49 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret) *mcp.C
 			}
 		}
 	}
-	res.Content[len(res.Content)-1] = mcp.NewTextContent(fmt.Sprintf(notice, total-size(res), total))
+	res.Content[len(res.Content)-1] = mcp.NewTextContent(fmt.Sprintf(notice, max(0, total-size(res)), total))
 	return res
+}
+
+// shortenStructured cuts res's structured content to about budget bytes
+// and checks it against the tool's output schema; it returns why it could
+// not, or "".
+func shortenStructured(res *mcp.CallToolResult, budget int, outSchema json.RawMessage) string {
+	v := res.StructuredContent
+	over := jsonSize(v) - budget
+	if over > 0 && !shorten(v, over) {
+		return "nothing in it can be cut"
+	}
+	if jsonSize(v) > budget+boundSlack {
+		return "what is left is still too large"
+	}
+	sch, err := compileOutputSchema(outSchema)
+	if err != nil {
+		return "its output schema cannot be read: " + err.Error()
+	}
+	if err := sch.Validate(v); err != nil {
+		return "the shortened result would not fit it"
+	}
+	res.StructuredContent = v
+	return ""
+}
+
+// compileOutputSchema compiles a tool's output schema for checking a
+// shortened result (rare: only results over the bound get here).
+func compileOutputSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("output.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("output.json")
+}
+
+func truncatedMeta() *mcp.Meta {
+	return &mcp.Meta{AdditionalFields: map[string]any{"quiver/truncated": true}}
 }
 
 // fits reports, without serializing, whether a text-only result is surely
