@@ -159,9 +159,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	return front.serve(ctx, p.HTTPHandler())
 }
 
-// minTokenLen keeps a guessable token off a network address: 16
-// characters is 64 bits as hex, the least "openssl rand -hex" users get
-// by accident.
+// minTokenLen keeps a guessable token off a network address: 16 hex
+// characters are 64 bits ("openssl rand -hex 32" gives 64 characters).
 const minTokenLen = 16
 
 // authToken returns the bearer token from --auth-token-file, else from
