@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -107,6 +111,11 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 	set.skills = loadSkills(cfg, s.log)
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	for _, w := range widening(s.current(), set) {
+		// Anyone who can write servers.yaml can widen what models may do;
+		// a person reading the log should see that it happened.
+		s.log.Warn("config: reload widens what calls may do", "change", registry.Redact(w, cfg.Secrets))
+	}
 	prev := s.pending.Swap(set)
 	wait := s.installWait()
 	ch, err := s.reg.Apply(ctx, cfg)
@@ -168,4 +177,52 @@ func (ss *session) unbind(drop func(name string) bool) {
 		}
 	}
 	ss.found = kept
+}
+
+// widening lists what a new configuration lets calls do that the old one
+// did not: folders added to the fence, an outside_fence that now asks
+// instead of refusing, a class default that became more permissive,
+// changed rules or classes, and servers added or whose launch changed
+// (a new command is new code running as the user).
+func widening(old, new *settings) []string {
+	var out []string
+	op, np := old.gate.Effective(), new.gate.Effective()
+	for _, d := range np.AllowedDirs {
+		if !slices.Contains(op.AllowedDirs, d) {
+			out = append(out, "fence.allowed_dirs adds "+d)
+		}
+	}
+	if op.OutsideFence == "deny" && np.OutsideFence != "deny" {
+		out = append(out, "fence.outside_fence is now "+np.OutsideFence)
+	}
+	rank := map[string]int{"deny": 0, "ask": 1, "allow": 2}
+	for _, c := range slices.Sorted(maps.Keys(np.Defaults)) {
+		if rank[np.Defaults[c]] > rank[op.Defaults[c]] {
+			out = append(out, fmt.Sprintf("policy.defaults.%s is now %s (was %s)", c, np.Defaults[c], op.Defaults[c]))
+		}
+	}
+	if !reflect.DeepEqual(op.Rules, np.Rules) {
+		out = append(out, "policy.rules changed")
+	}
+	if !reflect.DeepEqual(op.Classes, np.Classes) {
+		out = append(out, "policy.classes changed")
+	}
+	for _, srv := range new.cfg.Servers {
+		was, ok := old.cfg.Server(srv.Name)
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("server %s added (%s)", srv.Name, launch(srv.Written)))
+		case !reflect.DeepEqual(was.Written, srv.Written):
+			out = append(out, fmt.Sprintf("server %s now runs %s (was %s)", srv.Name, launch(srv.Written), launch(was.Written)))
+		}
+	}
+	return out
+}
+
+// launch is how a server entry starts or reaches its server, as written.
+func launch(w registry.Spec) string {
+	if w.URL != "" {
+		return w.URL
+	}
+	return strings.TrimSpace(w.Command + " " + strings.Join(w.Args, " "))
 }
