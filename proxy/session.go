@@ -27,7 +27,7 @@ type session struct {
 
 	mu       sync.Mutex
 	turn     int
-	explicit string    // the host's last _meta["quiver/turn"]
+	explicit turnMark  // the host's last _meta["quiver/turn"]
 	lastSeen time.Time // the last request or response
 	modern   bool      // protocol 2026-07-28: tools/list never changes as a side effect
 	// ephemeral is a session of one request, for a client that has no
@@ -49,19 +49,38 @@ type session struct {
 	surfaced string
 }
 
+// A turnMark is a host's _meta["quiver/turn"]: its text (3 and "3" are
+// the same mark) and, when the host sent a JSON number, its value.
+type turnMark struct {
+	text string
+	n    int64
+	num  bool
+}
+
+// maxTurnJump bounds how far one request can move the clock, so a host's
+// counter that jumps to 2^62 does not overflow it.
+const maxTurnJump = 1 << 20
+
 // advance moves the turn clock, in this order of trust: an explicit turn
-// from the host (any new value starts a turn, the same value never does);
-// else a user action (a slash command); else an idle gap of at least idle
-// since the last request or response. It reports whether the turn changed.
-func (ss *session) advance(explicit string, user bool, now time.Time, idle time.Duration) bool {
+// from the host (a new string starts one turn; a number that grew from
+// the last number starts as many turns as it grew, so bindings made at 3
+// are gone at 6 when the host counts 3, 7; the same value never moves
+// it); else a user action (a slash command); else an idle gap of at least
+// idle since the last request or response. It reports whether the turn
+// changed.
+func (ss *session) advance(mark turnMark, user bool, now time.Time, idle time.Duration) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	prev := ss.turn
 	switch {
-	case explicit != "":
-		if explicit != ss.explicit {
-			ss.explicit = explicit
-			ss.turn++
+	case mark.text != "":
+		if mark.text != ss.explicit.text {
+			step := 1
+			if mark.num && ss.explicit.num && mark.n > ss.explicit.n {
+				step = int(min(mark.n-ss.explicit.n, maxTurnJump))
+			}
+			ss.explicit = mark
+			ss.turn += step
 		}
 	case user:
 		ss.turn++

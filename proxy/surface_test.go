@@ -29,9 +29,11 @@ func TestTurnClock(t *testing.T) {
 		name  string
 		steps []step
 	}{
-		{"explicit new value starts a turn", []step{{explicit: "1", want: 1}, {explicit: "1", want: 1}, {explicit: "2", want: 2}, {explicit: "abc", want: 3}}},
-		{"explicit wins over idle", []step{{explicit: "1", want: 1}, {explicit: "1", at: time.Hour, want: 1}}},
-		{"explicit wins over a slash command", []step{{explicit: "1", want: 1}, {explicit: "1", user: true, want: 1}, {explicit: "2", user: true, want: 2}}},
+		{"explicit new value starts a turn", []step{{explicit: `"1"`, want: 1}, {explicit: `1`, want: 1}, {explicit: `"2"`, want: 2}, {explicit: `"abc"`, want: 3}}},
+		{"a number counts the turns it grew", []step{{explicit: `3`, want: 1}, {explicit: `7`, want: 5}, {explicit: `7`, want: 5}, {explicit: `2`, want: 6}, {explicit: `"9"`, want: 7}, {explicit: `12`, want: 8}}},
+		{"a string is one turn, whatever it says", []step{{explicit: `"3"`, want: 1}, {explicit: `"7"`, want: 2}}},
+		{"explicit wins over idle", []step{{explicit: `"1"`, want: 1}, {explicit: `"1"`, at: time.Hour, want: 1}}},
+		{"explicit wins over a slash command", []step{{explicit: `"1"`, want: 1}, {explicit: `"1"`, user: true, want: 1}, {explicit: `"2"`, user: true, want: 2}}},
 		{"a slash command starts a turn", []step{{want: 0}, {user: true, want: 1}, {user: true, want: 2}}},
 		{"idle gap of turn_idle starts a turn", []step{{at: 0, want: 0}, {at: 19 * time.Second, want: 0}, {at: 39 * time.Second, want: 1}, {at: 40 * time.Second, want: 1}}},
 		{"the gap counts from the last response", []step{{at: 0, respond: 30 * time.Second, want: 0}, {at: 45 * time.Second, want: 0}, {at: 65 * time.Second, want: 1}}},
@@ -39,7 +41,7 @@ func TestTurnClock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var ss session
 			for i, s := range tc.steps {
-				ss.advance(s.explicit, s.user, t0.Add(s.at), idle)
+				ss.advance(turnValue(json.RawMessage(s.explicit)), s.user, t0.Add(s.at), idle)
 				if s.respond > 0 {
 					ss.touch(t0.Add(s.respond))
 				}

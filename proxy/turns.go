@@ -65,19 +65,21 @@ func (s *Server) clock(h *server.Hooks) {
 }
 
 // turnValue reads a _meta["quiver/turn"] value: a string as written, a
-// number as its JSON text (so 3 and "3" are the same turn); "" for none.
-func turnValue(raw json.RawMessage) string {
+// number as its JSON text (so 3 and "3" are the same turn) and its value;
+// the zero mark for none.
+func turnValue(raw json.RawMessage) turnMark {
 	var v any
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.UseNumber()
 	if len(raw) == 0 || dec.Decode(&v) != nil {
-		return ""
+		return turnMark{}
 	}
 	switch x := v.(type) {
 	case string:
-		return x
+		return turnMark{text: x}
 	case json.Number:
-		return x.String()
+		n, err := x.Int64()
+		return turnMark{text: x.String(), n: n, num: err == nil}
 	}
-	return ""
+	return turnMark{}
 }
