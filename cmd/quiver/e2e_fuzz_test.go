@@ -37,9 +37,12 @@ import (
 // and the names of files outside A, must appear nowhere in an answer, and
 // nothing outside A may be created or changed.
 //
-// It runs for QUIVER_FUZZ_SECONDS (default 60) with the seed in
+// It runs for QUIVER_FUZZ_SECONDS (default 60), half with the server's
+// path frame undeclared and half with path_base: roots, with the seed in
 // QUIVER_FUZZ_SEED (default: the clock, printed). Each escape is shrunk to
-// a minimal case and reported with its arguments and what leaked.
+// a minimal case and reported with its arguments and what leaked
+// (QUIVER_FUZZ_REPORT=FILE also writes them all to FILE.undeclared and
+// FILE.roots as JSON lines).
 func TestFuzzFilesystemFence(t *testing.T) {
 	script := filesystemServer(t)
 	node := needTool(t, "node")
@@ -60,8 +63,21 @@ func TestFuzzFilesystemFence(t *testing.T) {
 		seed = n
 	}
 	t.Logf("seed %d (rerun with QUIVER_FUZZ_SEED=%d), %d s", seed, seed, seconds)
+	// Half the time with the server's path frame undeclared (quiver must
+	// then ask for every relative path and "~"), half with path_base:
+	// roots (quiver resolves them as the server does, against P).
+	half := time.Duration(seconds) * time.Second / 2
+	t.Run("undeclared", func(t *testing.T) { fuzzFence(t, script, node, "", half, seed) })
+	t.Run("path_base_roots", func(t *testing.T) { fuzzFence(t, script, node, "roots", half, seed) })
+}
 
+// fuzzFence runs the fuzz test for a while against one quiver.
+func fuzzFence(t *testing.T, script, node, pathBase string, d time.Duration, seed uint64) {
 	w := newFuzzWorld(t)
+	base := ""
+	if pathBase != "" {
+		base = "path_base: " + pathBase
+	}
 	cfg := fmt.Sprintf(`
 surface:
   reveal: direct
@@ -71,12 +87,13 @@ servers:
     args: [%q, %q]
     env: {HOME: %q}
     timeout: 20s
+    %s
 fence:
   allowed_dirs: [%q]
 policy:
   approval_timeout: 5s
   defaults: {read: allow, write: allow, destructive: allow, execute: allow, network: allow, admin: allow}
-`, node, script, w.P, w.B, w.A)
+`, node, script, w.P, w.B, base, w.A)
 	h, rec, _ := launch{
 		cfg:    cfg,
 		env:    []string{"HOME=" + w.A},
@@ -93,6 +110,12 @@ policy:
 	}
 	if o := f.run(fuzzCase{Tool: "fs__list_directory", Args: map[string]any{"path": w.A}}); o.refused || o.escape() != "" {
 		t.Fatalf("control: listing the fence must run and show nothing outside: %s", o.answer)
+	}
+	if pathBase == "roots" {
+		// In the server's frame, A/inside.txt is inside the fence.
+		if o := f.run(fuzzCase{Tool: "fs__read_text_file", Args: map[string]any{"path": filepath.Base(w.A) + "/inside.txt"}}); o.refused || !strings.Contains(o.answer, "inside text") {
+			t.Fatalf("control: with path_base: roots, a path relative to the server's folder that lands inside the fence must run: %s", o.answer)
+		}
 	}
 
 	res, err := h.c.ListTools(h.ctx(), mcp.ListToolsRequest{})
@@ -115,7 +138,7 @@ policy:
 	escapes := map[string]fuzzFinding{} // by signature
 	var order []string
 	total := 0
-	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	deadline := time.Now().Add(d)
 	for i := 0; time.Now().Before(deadline); i++ {
 		tool := tools[g.r.IntN(len(tools))]
 		c := g.caseFor(tool)
@@ -155,7 +178,7 @@ policy:
 	t.Logf("P=%s A={P}/%s B={P}/%s; quiver's HOME and cwd are A, the server's HOME is B", w.P, filepath.Base(w.A), filepath.Base(w.B))
 	var report *os.File
 	if p := os.Getenv("QUIVER_FUZZ_REPORT"); p != "" && len(order) > 0 {
-		report, err = os.Create(p)
+		report, err = os.Create(p + "." + cmp.Or(pathBase, "undeclared"))
 		if err != nil {
 			t.Fatal(err)
 		}
