@@ -2,12 +2,10 @@ package registry
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"sync"
@@ -414,59 +412,3 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 // redact is err's text with the configuration's secrets hidden: a url
 // server's errors quote its url, keys and all.
 func (c *conn) redact(err error) string { return Redact(err.Error(), c.reg.config().Secrets) }
-
-// lineLogger turns a child's stderr into log lines tagged with the server.
-// A line without its newline is logged once the child has been quiet for
-// a moment: a server's last words before it dies ("Error: no token") often
-// lack one, and mcp-go does not say when the stream ends.
-type lineLogger struct {
-	log    *slog.Logger
-	redact []Secret
-	quiet  time.Duration // how long a partial line waits for its end; 0: partialLineWait
-
-	mu    sync.Mutex
-	buf   []byte
-	timer *time.Timer
-}
-
-const partialLineWait = 500 * time.Millisecond
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			if len(l.buf) <= 8<<10 {
-				break
-			}
-			i = len(l.buf) // a line with no end: log what we have
-		}
-		l.emit(l.buf[:i])
-		l.buf = l.buf[min(i+1, len(l.buf)):]
-	}
-	if len(l.buf) > 0 {
-		quiet := cmp.Or(l.quiet, partialLineWait)
-		if l.timer == nil {
-			l.timer = time.AfterFunc(quiet, l.flush)
-		} else {
-			l.timer.Reset(quiet)
-		}
-	}
-	return len(p), nil
-}
-
-// flush logs a partial line that has waited long enough for its end.
-func (l *lineLogger) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.emit(l.buf)
-	l.buf = l.buf[:0]
-}
-
-func (l *lineLogger) emit(b []byte) {
-	if line := string(bytes.TrimRight(b, "\r")); line != "" {
-		l.log.Info("stderr: " + Redact(line, l.redact))
-	}
-}

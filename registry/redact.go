@@ -50,6 +50,18 @@ func LooksSecret(name, value string) bool {
 	return false
 }
 
+// secretForms are the ways a secret shows in text: as written, and as a
+// URL carries it (errors quote URLs, and keys have +, / and = in them).
+func secretForms(sec Secret) []string {
+	forms := []string{sec.Value}
+	for _, f := range []string{url.QueryEscape(sec.Value), url.PathEscape(sec.Value)} {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	return forms
+}
+
 // Redact replaces every known secret value in s with [redacted:VAR] and
 // every well-known credential shape with [redacted:KIND].
 func Redact(s string, secrets []Secret) string {
@@ -63,9 +75,7 @@ func Redact(s string, secrets []Secret) string {
 		if len(sec.Value) < 4 {
 			continue
 		}
-		// As written, and as a URL carries it (errors quote URLs, and keys
-		// have +, / and = in them).
-		for _, form := range []string{sec.Value, url.QueryEscape(sec.Value), url.PathEscape(sec.Value)} {
+		for _, form := range secretForms(sec) {
 			if strings.Contains(s, form) {
 				s = strings.ReplaceAll(s, form, "[redacted:"+sec.Var+"]")
 			}
