@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -168,8 +169,9 @@ policy:
 		escapes[sig] = e
 	}
 	ran := 0
-	for name, s := range stats {
-		t.Logf("%-32s ran %4d  refused %4d", name, s.ran, s.refused)
+	for _, name := range slices.Sorted(maps.Keys(stats)) {
+		s := stats[name]
+		t.Logf("%-32s reached the server %4d  refused by quiver %4d", name, s.ran, s.refused)
 		ran += s.ran
 	}
 	if ran == 0 {
@@ -281,15 +283,15 @@ func (w *fuzzWorld) placeholders(s string) string {
 	return r.Replace(s)
 }
 
-// An entry is what the test compares of one path outside A.
-type entry struct {
+// An fsEntry is what the test compares of one path outside A.
+type fsEntry struct {
 	mode    fs.FileMode
 	content string // files; the link target for links
 }
 
 // snapshot is every path under P outside A.
-func (w *fuzzWorld) snapshot(t testing.TB) map[string]entry {
-	snap := map[string]entry{}
+func (w *fuzzWorld) snapshot(t testing.TB) map[string]fsEntry {
+	snap := map[string]fsEntry{}
 	filepath.WalkDir(w.P, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -297,7 +299,7 @@ func (w *fuzzWorld) snapshot(t testing.TB) map[string]entry {
 		if p == w.A {
 			return filepath.SkipDir
 		}
-		e := entry{mode: d.Type()}
+		e := fsEntry{mode: d.Type()}
 		switch {
 		case d.Type().IsRegular():
 			b, _ := os.ReadFile(p)
@@ -311,8 +313,8 @@ func (w *fuzzWorld) snapshot(t testing.TB) map[string]entry {
 	return snap
 }
 
-// diff lists what differs between two snapshots.
-func diff(before, after map[string]entry) []string {
+// snapshotDiff lists what differs between two snapshots.
+func snapshotDiff(before, after map[string]fsEntry) []string {
 	var out []string
 	for p, e := range after {
 		if b, ok := before[p]; !ok {
@@ -331,7 +333,7 @@ func diff(before, after map[string]entry) []string {
 }
 
 // restore makes P outside A what snap says.
-func (w *fuzzWorld) restore(t testing.TB, snap map[string]entry) {
+func (w *fuzzWorld) restore(t testing.TB, snap map[string]fsEntry) {
 	now := w.snapshot(t)
 	for p := range now {
 		if _, ok := snap[p]; !ok {
@@ -428,7 +430,7 @@ type fuzzRig struct {
 	h        *host
 	rec      *recorder
 	w        *fuzzWorld
-	baseline map[string]entry
+	baseline map[string]fsEntry
 }
 
 // run sends one case through quiver in a turn of its own (so that
@@ -460,8 +462,8 @@ func (f *fuzzRig) run(c fuzzCase) fuzzOutcome {
 		o.refused = strings.HasPrefix(out, "deny.") || strings.HasPrefix(out, "ask.")
 	}
 	o.leaked = f.leak(wire.text() + "\n" + o.answer)
-	if after := f.w.snapshot(f.t); len(diff(f.baseline, after)) > 0 {
-		o.changed = diff(f.baseline, after)
+	if after := f.w.snapshot(f.t); len(snapshotDiff(f.baseline, after)) > 0 {
+		o.changed = snapshotDiff(f.baseline, after)
 		f.w.restore(f.t, f.baseline)
 	}
 	f.w.ensureInside(f.t)
@@ -497,7 +499,7 @@ func (f *fuzzRig) shrink(c fuzzCase, o fuzzOutcome) (fuzzCase, fuzzOutcome) {
 	cur := c.Args
 	for budget := 40; budget > 0; {
 		improved := false
-		for _, cand := range simpler(cur) {
+		for _, cand := range simplerArgs(cur) {
 			budget--
 			if co := f.run(fuzzCase{Tool: c.Tool, Args: cand}); co.kind() == kind {
 				cur, o, improved = cand, co, true
@@ -514,8 +516,8 @@ func (f *fuzzRig) shrink(c fuzzCase, o fuzzOutcome) (fuzzCase, fuzzOutcome) {
 	return fuzzCase{Tool: c.Tool, Args: cur}, o
 }
 
-// simpler lists the arguments with one thing taken away.
-func simpler(args map[string]any) []map[string]any {
+// simplerArgs lists the arguments with one thing taken away.
+func simplerArgs(args map[string]any) []map[string]any {
 	var out []map[string]any
 	with := func(k string, v any) map[string]any {
 		m := make(map[string]any, len(args))
