@@ -46,22 +46,7 @@ func canElicit(ctx context.Context) bool {
 func (s *Server) ask(ctx context.Context, message string) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.gate().ApprovalTimeout())
 	defer cancel()
-	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-		Message: message,
-		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"decision": map[string]any{
-					"type":        "string",
-					"title":       "Decision",
-					"enum":        []string{"allow_once", "allow_session", "deny"},
-					"enumNames":   []string{"Allow once", "Allow for this session", "Deny"},
-					"description": "Allow once lets this exact call run; for this session covers the same need until the session ends.",
-				},
-			},
-			"required": []string{"decision"},
-		},
-	}})
+	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: cardParams(message)})
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return answerNone, context.DeadlineExceeded
@@ -181,53 +166,77 @@ func orWord(s, def string) string {
 // approve turns an ask into a decision: a card when the host can show one,
 // else a refusal that tells how to approve from a terminal. On approval
 // the call is evaluated again, so what runs is what the ledger now allows.
-func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64) gate.Decision {
-	var pending gate.Approval
-	if s.ledger != nil {
-		var err error
-		// The request is filed with the card's text, so that
-		// `quiver grants --pending` says what the card says.
-		filed := d
-		filed.Reason = card(call.Name, d)
-		if pending, err = s.ledger.RequestApproval(ctx, ss.key, call.Name, filed); err != nil {
-			s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
-		}
+// A host on 2026-07-28 gets the card as an input request (mrtr.go): then
+// the call returns that result instead of running, and its retry decides.
+func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64) (gate.Decision, *mcp.CallToolResult) {
+	if server.IsModernRequest(ctx) {
+		return s.approveByInput(ctx, ss, call, d, callID)
 	}
 	if ss.ephemeral && !canElicit(ctx) {
 		// An approval from a terminal becomes a permit for this session,
 		// and this session ends with this request.
-		return deny(codeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml.")
+		return deny(codeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml."), nil
 	}
+	pending, _ := s.file(ctx, ss, call, d)
 	if pending.State == gate.Denied {
-		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID))
+		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID)), nil
 	}
 	if !canElicit(ctx) {
 		if pending.ID == 0 {
-			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run.")
+			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run."), nil
 		}
-		return deny(codeApprovalUnavailable, fmt.Sprintf(
-			"%s This host cannot show approval cards: ask the user to run `quiver approve %d` (this call once) or `quiver approve %d --session` in a terminal, then call again.",
-			d.Reason, pending.ID, pending.ID))
+		return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards: "+s.terminalHint(ss, pending.ID)), nil
 	}
 	a, err := s.ask(ctx, card(call.Name, d))
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Nobody answered: the request stays pending (quiver approve N
 		// still works), and the same call again shows the card again.
-		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
+		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again."), nil
 	}
 	if err != nil {
 		s.log.Warn("approval card failed", "session", ss.id, "tool", call.Name, "err", err)
-		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
+		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run."), nil
 	}
-	if a == answerDismissed {
+	return s.decided(ctx, ss, call, d, callID, pending, a), nil
+}
+
+// file records the pending request for an ask, with the card's text, so
+// that `quiver grants --pending` says what the card says.
+func (s *Server) file(ctx context.Context, ss *session, call gate.Call, d gate.Decision) (gate.Approval, error) {
+	if s.ledger == nil {
+		return gate.Approval{}, nil
+	}
+	filed := d
+	filed.Reason = card(call.Name, d)
+	pending, err := s.ledger.RequestApproval(ctx, ss.key, call.Name, filed)
+	if err != nil {
+		s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
+	}
+	return pending, err
+}
+
+// terminalHint tells the model how the user can approve request id from a
+// terminal (or, with no request filed, that they cannot).
+func (s *Server) terminalHint(ss *session, id int64) string {
+	if id == 0 || ss.ephemeral {
+		return "ask the user to widen the fence or the policy in servers.yaml if this call should be allowed."
+	}
+	return fmt.Sprintf("ask the user to run `quiver approve %d` (this call once) or `quiver approve %d --session` in a terminal, then call again.", id, id)
+}
+
+// decided applies the person's answer to a pending request: a no is
+// final, a closed card asks again next time, a yes is recorded and the
+// call evaluated again.
+func (s *Server) decided(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64, pending gate.Approval, a answer) gate.Decision {
+	switch a {
+	case answerDismissed:
 		return deny(codeApprovalDenied, fmt.Sprintf("The user closed the approval card for %s without choosing; it did not run. Ask the user before trying again.", call.Name))
-	}
-	if a == answerNone {
+	case answerNone:
 		s.resolve(ctx, pending, false, gate.Once)
 		return deny(codeApprovalDenied, fmt.Sprintf("The user declined %s; it did not run. Do not retry it; ask the user what to do instead.", call.Name))
 	}
 	lifetime := gate.Once
-	if a == answerSession {
+	if a == answerSession && !ss.ephemeral {
 		lifetime = gate.ForSession
 	}
 	if s.ledger == nil {

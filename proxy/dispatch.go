@@ -19,12 +19,14 @@ import (
 
 // handleDirect serves a tools/call of a downstream tool by name.
 func (s *Server) handleDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx = withRoundTrip(ctx, req.Params.MultiRoundTripParams)
 	ss := s.session(ctx)
 	return s.dispatch(ctx, ss, req.Params.Name, rawArgs(req), req.Params.Meta), nil
 }
 
 // handleBuiltin serves quiver's own tools.
 func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx = withRoundTrip(ctx, req.Params.MultiRoundTripParams)
 	ss := s.session(ctx)
 	st := s.state.Load()
 	switch req.Params.Name {
@@ -76,7 +78,10 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 		call.Closest = s.closest(ss, st, name, 3, index.KindMCP)
 	}
 	s.frame(call.Tool, call.Roots)
-	d, id := s.admit(ctx, ss, call, true)
+	d, id, input := s.admit(ctx, ss, call, true)
+	if input != nil {
+		return input // the approval card, as an input request
+	}
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
 		log.Info("call refused", "reason", d.Reason)
@@ -121,7 +126,11 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 // when mayAsk, and is refused when not. The decision's reason and
 // justification are redacted before anything stores or shows them: a
 // reason may quote the arguments, and the arguments may hold a token.
-func (s *Server) admit(ctx context.Context, ss *session, call gate.Call, mayAsk bool) (gate.Decision, int64) {
+//
+// For a host on 2026-07-28 an approval card is an input request: then
+// admit returns the result that asks for it, and the call must return
+// that instead of running.
+func (s *Server) admit(ctx context.Context, ss *session, call gate.Call, mayAsk bool) (gate.Decision, int64, *mcp.CallToolResult) {
 	d := s.gate().Evaluate(ctx, call)
 	redact := s.redactor()
 	d.Reason, d.Justification = redact(d.Reason), redact(d.Justification)
@@ -130,10 +139,11 @@ func (s *Server) admit(ctx context.Context, ss *session, call gate.Call, mayAsk 
 		d.Reason += " quiver asks no one about this kind of request, so it was refused."
 	}
 	if s.ledger == nil {
+		var input *mcp.CallToolResult
 		if d.Verdict == gate.Ask {
-			d = s.approve(ctx, ss, call, d, 0)
+			d, input = s.approve(ctx, ss, call, d, 0)
 		}
-		return d, 0
+		return d, 0, input
 	}
 	switch d.Verdict {
 	case gate.Allow:
@@ -141,16 +151,19 @@ func (s *Server) admit(ctx context.Context, ss *session, call gate.Call, mayAsk 
 		if err != nil {
 			s.log.Error("ledger: recording a call failed", "tool", call.Name, "err", err)
 		}
-		return d, id
+		return d, id, nil
 	case gate.Deny:
 		s.ledger.RecordRefusal(ss.key, call.Name, call.Args, d)
-		return d, 0
+		return d, 0, nil
 	}
 	id, err := s.ledger.RecordDecision(ctx, ss.key, call.Name, call.Args, d)
 	if err != nil {
 		s.log.Error("ledger: recording a decision failed", "tool", call.Name, "err", err)
 	}
-	d = s.approve(ctx, ss, call, d, id)
+	d, input := s.approve(ctx, ss, call, d, id)
+	if input != nil {
+		return d, id, input
+	}
 	if id != 0 {
 		if d.Verdict == gate.Allow {
 			err = s.ledger.RecordStart(ctx, id)
@@ -161,7 +174,7 @@ func (s *Server) admit(ctx context.Context, ss *session, call gate.Call, mayAsk 
 			s.log.Error("ledger: recording an approval failed", "call", id, "err", err)
 		}
 	}
-	return d, id
+	return d, id, nil
 }
 
 // ended records how a started call ended, in the background.

@@ -62,7 +62,11 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 		Roots: s.relay.sessionRoots(ctx), Visible: true,
 		Tool: s.opTool(name, srv)}
 	s.frame(call.Tool, call.Roots)
-	d, id := s.admit(ctx, ss, call, mayAsk)
+	d, id, input := s.admit(ctx, ss, call, mayAsk)
+	if input != nil {
+		// A 2026-07-28 host answers cards only within tools/call.
+		d = deny(codeApprovalUnavailable, d.Reason+" This host takes approval cards only for tool calls; read it through a tool (e.g. read_file), or ask the user to widen the fence.")
+	}
 	if d.Verdict != gate.Allow {
 		s.log.Info("request refused", "session", ss.id, "op", name, "code", d.Code, "reason", d.Reason)
 		return nil, refusal{d}

@@ -36,7 +36,10 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	tool.Home, _ = os.UserHomeDir()
 	call := gate.Call{Session: f.ss.key, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn(),
 		Roots: f.s.relay.sessionRoots(ctx)}
-	d, id := f.s.admit(ctx, f.ss, call, true)
+	d, id, input := f.s.admit(ctx, f.ss, call, true)
+	if input != nil {
+		return nil, 0, input // the card, as an input request
+	}
 	if d.Verdict != gate.Allow {
 		return nil, 0, builtin.Refusal(d.Code, d.Reason)
 	}

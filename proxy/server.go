@@ -82,6 +82,8 @@ type Server struct {
 	// run tells this process's sessions from those of other quiver
 	// processes (and earlier runs) sharing the ledger.
 	run string
+	// seal seals the state of approval cards sent as input requests.
+	seal *seal
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -144,6 +146,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		sessions: map[string]*session{},
 		ready:    make(chan struct{}),
 		run:      newRunID(),
+		seal:     newSeal(),
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
