@@ -7,8 +7,20 @@
 // never trusts the surface: it re-checks binding, shape, activity, paths and
 // rules on every call, in the order of DESIGN.md: resolve, shape (JSON
 // Schema, correction budget), pins, activity (read-only, justification),
-// fence (every path argument resolved like the OS would), rules and class
-// defaults, then grants and permits from the Ledger.
+// fence, rules and class defaults, then grants and permits from the
+// Ledger.
+//
+// The fence judges every path in the server's frame: a relative path
+// against each folder the server resolves against (Tool.Bases), "~" as the
+// server's HOME (Tool.Home). A path it cannot place (relative with no
+// bases, "~" of an unknown HOME, a Windows path here) is outside, and only
+// a one-use permit for the exact call allows it. A value is a path by its
+// argument's name or by its shape ("/…", "~/…", "./…", "../…", "file:",
+// "C:\…", "\\…"), at any depth. quiver's own files (WithProtected) are
+// refused to every call (deny.protected_path) before inside or outside is
+// asked, and the work per call is capped (deny.args_too_complex), so that
+// no argument makes the fence slow. Model-written text that a person will
+// read on an approval card is checked by CheckModelText.
 //
 // The Ledger (SQLite) records each call's stages by argument digest, and
 // holds grants, one-use permits and pending approvals, so that `quiver

@@ -40,21 +40,29 @@ import (
 //
 // The shapes. Arguments are paths by their name (path, file, dir, from,
 // to, ... — isPathKey — or declared in config) and by their shape: any
-// string at any depth that starts with "/", "~/", "./", "../", "file:", a
-// Windows drive or "\\" is a path whatever its argument is called, unless
-// it spans lines or is longer than any path (content, not a path). Object
-// keys of the same shapes are paths too.
+// string at any depth that is "~" or starts with "/", "~/", "./", "../",
+// "file:" (any case), a Windows drive or "\\" (also once trimmed or
+// compatibility-normalised) is a path whatever its argument is called,
+// unless it spans lines or is longer than any path: that is content, not a
+// path. A value under a path name keeps the strict handling (too long or
+// a control character is refused, not skipped). Object keys of the same
+// shapes are paths too. quiver's own justification argument is the
+// model's words and is not read for shapes.
 //
 // Protected paths. quiver's own files (WithProtected) are refused to every
 // call before the fence is consulted; a call that may change something is
 // also refused a reading that holds them (their folder or any ancestor).
 // Reading an ancestor (listing a home folder) stays allowed: it shows that
-// the files exist, not what they hold.
+// the files exist, not what they hold. The check compares resolved paths:
+// a hard link to a protected file, made elsewhere, is not recognised (no
+// tool can make one inside the protected folders, which is where it would
+// have to start).
 //
 // The caps. A call may carry at most maxPathValues path values, whose
 // readings may number at most maxReadings and cost at most maxLstats file
-// system lookups and maxLookups path components walked by the kernel
-// (an lstat of a path k components deep walks k); past any of them the
+// system lookups, maxLookups path components walked by the kernel (an
+// lstat of a path k components deep walks k) and maxSteps components
+// resolved in all; past any of them the
 // call is refused (deny.args_too_complex) before more work is done, so
 // the fence's cost per call is bounded whatever the model writes.
 
@@ -143,6 +151,9 @@ func physical(abs string, w *work) (string, error) {
 	comps := splitPath(abs)
 	links := 0
 	for i := 0; i < len(comps); i++ {
+		if err := w.step(); err != nil {
+			return "", err
+		}
 		c := comps[i]
 		switch c {
 		case ".":

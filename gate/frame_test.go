@@ -312,12 +312,13 @@ func TestFenceWorkIsBounded(t *testing.T) {
 		bases = append(bases, filepath.Join(f.root, fmt.Sprint(i)))
 	}
 	for name, c := range map[string]Call{
-		"801_values":    deepCall(tl, f.root, 801),
-		"801_deep":      deepCall(tl, deep, 801),
-		"one_deep_path": deepCall(tl, deep, 1),
-		"deep_paths":    deepCall(tl, deepChain(t, f.root, 100), maxPathValues),
-		"many_readings": call(framed(ClassRead, bases, f.root), manyReadingsArgs()),
-		"nested_values": call(tl, `{"a":[[[`+strings.Repeat(`{"b":"/x/y"},`, 300)+`{}]]]}`),
+		"801_values":       deepCall(tl, f.root, 801),
+		"801_deep":         deepCall(tl, deep, 801),
+		"256_long_missing": deepCall(tl, filepath.Join(f.root, "missing", strings.Repeat("d/", 1800)), maxPathValues),
+		"one_deep_path":    deepCall(tl, deep, 1),
+		"deep_paths":       deepCall(tl, deepChain(t, f.root, 100), maxPathValues),
+		"many_readings":    call(framed(ClassRead, bases, f.root), manyReadingsArgs()),
+		"nested_values":    call(tl, `{"a":[[[`+strings.Repeat(`{"b":"/x/y"},`, 300)+`{}]]]}`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c.Session = name // refusals count per session and tool
@@ -331,6 +332,7 @@ func TestFenceWorkIsBounded(t *testing.T) {
 	for _, w := range worstShapes {
 		check(t, g.Evaluate(ctx, worstCall(t, tl, f.root, w.values)), want{Allow, CodeAllow, nil})
 	}
+	check(t, g.Evaluate(ctx, missingCall(tl, f.root)), want{Allow, CodeAllow, nil})
 }
 
 // manyReadingsArgs is a call whose few values each read many ways:
@@ -356,6 +358,14 @@ var worstShapes = []struct {
 	{"one_deep_path", 1},
 }
 
+// missingCall is the call of the most values, each as long as the step
+// cap allows, under a folder that does not exist: nothing below it is
+// looked up, but every component is still walked.
+func missingCall(tl *Tool, root string) Call {
+	per := maxSteps/maxPathValues - len(splitPath(root)) - 2
+	return deepCall(tl, filepath.Join(root, "missing", strings.Repeat("d/", per)), maxPathValues)
+}
+
 // worstCall is the call of n values, each as deep as the caps allow:
 // every component of every path exists, and the file at the end does not.
 func worstCall(t testing.TB, tl *Tool, root string, n int) Call {
@@ -378,19 +388,30 @@ func BenchmarkFenceWorstAccepted(b *testing.B) {
 	f := newFixture(b)
 	g := f.gate(b, Policy{})
 	tl := framed(ClassRead, []string{f.root}, f.root)
-	ctx := context.Background()
 	for _, w := range worstShapes {
 		b.Run(w.name, func(b *testing.B) {
 			c := worstCall(b, tl, f.root, w.values)
-			if d := g.Evaluate(ctx, c); d.Verdict != Allow {
-				b.Fatalf("setup: %s %s", d.Code, d.Reason)
-			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				g.Evaluate(ctx, c)
-			}
+			runWorst(b, g, c)
 		})
 	}
+	b.Run("long_missing_paths", func(b *testing.B) {
+		runWorst(b, g, missingCall(tl, f.root))
+	})
+}
+
+// runWorst evaluates c b.N times and reports the CPU time per call too:
+// on a shared machine wall time is mostly waiting.
+func runWorst(b *testing.B, g *Gate, c Call) {
+	ctx := context.Background()
+	if d := g.Evaluate(ctx, c); d.Verdict != Allow {
+		b.Fatalf("setup: %s %s", d.Code, d.Reason)
+	}
+	b.ResetTimer()
+	cpu := cpuTime()
+	for i := 0; i < b.N; i++ {
+		g.Evaluate(ctx, c)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 func TestCheckModelText(t *testing.T) {

@@ -530,19 +530,20 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 	w := &work{}
 	fr := frame{bases: t.Bases, home: t.Home}
 	raws := collectPaths(args, shadows, t.PathArgs, skip)
+	if len(raws) > maxPathValues {
+		return nil, g.tooComplex(c, class, &tooComplex{fmt.Sprintf("they hold more than %d paths", maxPathValues)}), false
+	}
 	seen := make(map[string]placed, len(raws))
 	paths := make([]pathArg, 0, len(raws))
 	for _, rp := range raws {
 		pl, ok := seen[rp.s]
-		err := w.value()
-		if err == nil && !ok {
+		var err error
+		if !ok {
 			pl, err = g.res.readings(rp.s, fr, w)
 			seen[rp.s] = pl
 		}
 		if errors.Is(err, errTooComplex) {
-			return nil, g.refuse(c, Decision{Verdict: Deny, Code: CodeArgsTooComplex, Class: class, Reason: fmt.Sprintf(
-				"The arguments for %q are too much for quiver to check in one call: %v. Split the work into several smaller calls (at most %d paths each, not nested deep), and call again.",
-				c.Name, err, maxPathValues)}), false
+			return nil, g.tooComplex(c, class, err), false
 		}
 		if err != nil {
 			dd := deny(CodeBadPath, fmt.Sprintf("The argument %q holds a path quiver will not resolve: %v. Pass a plain absolute path.", rp.arg, err))
@@ -582,6 +583,15 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 		}
 	}
 	return paths, Decision{}, true
+}
+
+// tooComplex refuses a call whose paths would cost the fence more than
+// its caps, saying which cap and how to split the call.
+func (g *Gate) tooComplex(c Call, class Class, err error) Decision {
+	d := deny(CodeArgsTooComplex, fmt.Sprintf("The arguments for %q are too much for quiver to check in one call: %v. Split the work into several smaller calls (at most %d paths each, not nested deep), and call again.",
+		c.Name, err, maxPathValues))
+	d.Class = class
+	return g.refuse(c, d)
 }
 
 // outsideText says what lies outside, as one or two sentences starting

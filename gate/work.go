@@ -26,6 +26,10 @@ const (
 	// maxLookups bounds the path components those lookups walk (about
 	// 0.2 µs each).
 	maxLookups = 32768
+	// maxSteps bounds the components resolved in all, looked up or not
+	// (below a missing folder nothing is looked up, but the walk still
+	// costs).
+	maxSteps = 32768
 )
 
 // errTooComplex marks a call whose paths would cost the fence more than
@@ -40,17 +44,17 @@ func (e *tooComplex) Is(err error) bool { return err == errTooComplex }
 // work is the fence's budget for one call. A nil *work is unbounded
 // (quiver's own roots and protected paths, resolved once).
 type work struct {
-	values, readings, lstats, lookups int
+	readings, lstats, lookups, steps int
 }
 
-// value charges one path value.
-func (w *work) value() error {
+// step charges one component resolved.
+func (w *work) step() error {
 	if w == nil {
 		return nil
 	}
-	w.values++
-	if w.values > maxPathValues {
-		return &tooComplex{fmt.Sprintf("they hold more than %d paths", maxPathValues)}
+	w.steps++
+	if w.steps > maxSteps {
+		return &tooComplex{fmt.Sprintf("their paths are too long: checking them would walk more than %d folders", maxSteps)}
 	}
 	return nil
 }
