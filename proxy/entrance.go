@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/yosida95/uritemplate/v3"
@@ -99,6 +101,14 @@ func (s *Server) opTool(name, srv string) *gate.Tool {
 func (m *mirror) resourceArgs(srv, uri string) map[string]any {
 	args := map[string]any{"resource": uri}
 	if schemeOf(uri) == "file" {
+		// resources/read takes a URI, never a file name: the gate gets the
+		// path it names (decoded, as the server decodes it), not a string
+		// it would also have to read as a relative name. A file URI with
+		// a remote host or no absolute path stays as written, which the
+		// gate cannot place: outside.
+		if u, err := url.Parse(uri); err == nil && (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") {
+			args["resource"] = u.Path
+		}
 		return args
 	}
 	m.mu.Lock()
