@@ -334,7 +334,11 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 			return out, err
 		}
 		if isWindowsPath(f) {
-			unplaced(fmt.Sprintf("it is a Windows path and this server runs on %s", runtime.GOOS))
+			if runtime.GOOS == "windows" {
+				unplaced("it is a Windows path, which quiver's fence does not resolve")
+			} else {
+				unplaced(fmt.Sprintf("it is a Windows path and this server runs on %s", runtime.GOOS))
+			}
 			continue
 		}
 		var abs []string

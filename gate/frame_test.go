@@ -437,6 +437,9 @@ func TestCheckModelText(t *testing.T) {
 		{"tag\U000E0041\U000E0042", "U+E0041"},
 		{"soft\u00adhyphen", "U+00AD"},
 		{"filler\u3164x", "U+3164"},
+		{"grapheme\u034fjoiner", "U+034F"},
+		{"selector\U000E0100x", "U+E0100"},
+		{"heart \u2764\ufe0f", ""},
 		{"bad \xff utf8", "UTF-8"},
 	} {
 		err := CheckModelText(tc.s)

@@ -562,27 +562,36 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 	// reaches quiver's own files.
 	for _, pa := range paths {
 		for _, r := range pa.readings {
-			for _, p := range g.protected {
-				what := fmt.Sprintf("%q", pa.raw)
-				if r != pa.raw {
-					what += fmt.Sprintf(" (which leads to %s)", r)
-				}
-				var reason string
-				switch {
-				case within(r, p):
-					reason = what + " is one of quiver's own files (its configuration, toggles and state): no tool may read or change them, whatever the fence or any approval says."
-				case class != ClassRead && within(p, r):
-					reason = fmt.Sprintf("%s holds quiver's own files (%s, its configuration, toggles or state): no tool may move, delete or change them, whatever the fence or any approval says.", what, p)
-				default:
-					continue
-				}
-				dd := deny(CodeProtectedPath, reason+" Leave them alone and work with other files; the user changes quiver's settings with the quiver command.")
-				dd.Class, dd.Paths = class, []string{r}
-				return nil, dd, false
+			if d, hit := g.protectedPath(pa.raw, r, class); hit {
+				return nil, d, false
 			}
 		}
 	}
 	return paths, Decision{}, true
+}
+
+// protectedPath refuses reading r of the path written raw when it is one
+// of quiver's own files, or holds one and the call may change something.
+func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
+	for _, p := range g.protected {
+		var what string
+		switch {
+		case within(r, p):
+			what = "is one of quiver's own files (its configuration, toggles and state): no tool may read or change them"
+		case class != ClassRead && within(p, r):
+			what = fmt.Sprintf("holds quiver's own files (%s, its configuration, toggles or state): no tool may move, delete or change them", p)
+		default:
+			continue
+		}
+		subject := fmt.Sprintf("%q", raw)
+		if r != raw {
+			subject += fmt.Sprintf(" (which leads to %s)", r)
+		}
+		d := deny(CodeProtectedPath, fmt.Sprintf("%s %s, whatever the fence or any approval says. Leave them alone and work with other files; the user changes quiver's settings with the quiver command.", subject, what))
+		d.Class, d.Paths = class, []string{r}
+		return d, true
+	}
+	return Decision{}, false
 }
 
 // tooComplex refuses a call whose paths would cost the fence more than
@@ -828,10 +837,11 @@ func hiddenRune(r rune) string {
 		return "a bidirectional formatting character"
 	case r == 0x2028 || r == 0x2029:
 		return "a line or paragraph separator"
-	case unicode.Is(unicode.Cf, r), r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0,
-		r >= 0xfe00 && r <= 0xfe0e, r >= 0xe0100 && r <= 0xe01ef:
-		// Format characters (zero-width, joiners, tags), Hangul fillers
-		// and variation selectors (bar the emoji one) render as nothing.
+	case unicode.Is(unicode.Cf, r), r == 0x034f, r == 0x115f, r == 0x1160, r == 0x17b4, r == 0x17b5,
+		r >= 0x180b && r <= 0x180f, r == 0x3164, r == 0xffa0, r >= 0xfe00 && r <= 0xfe0e, r >= 0xe0100 && r <= 0xe01ef:
+		// Format characters (zero-width, joiners, tags), the grapheme
+		// joiner, fillers and variation selectors (bar the emoji one)
+		// render as nothing.
 		return "an invisible character"
 	}
 	return ""
