@@ -612,9 +612,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{Weak: true}, nil
 	}
 	var res Result
-	docs := ix.serverScores(qts)
+	docs, docTop := ix.serverScores(qts)
 	if len(cands) > 0 {
-		ix.rerank(cands, qts, docs)
+		ix.rerank(cands, qts, docs, docTop)
 		res.Weak = ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage
 	}
 	if len(exact) > 0 {
@@ -637,7 +637,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
 		shown = append(shown, c.i)
 	}
-	res.Servers = ix.rankServers(qts, docs, cands, shown, q.Kinds, only)
+	res.Servers = ix.rankServers(qts, docs, docTop, cands, shown, q.Kinds, only)
 	return res, nil
 }
 
@@ -710,13 +710,9 @@ type candidate struct {
 
 // rerank adds the server-domain prior and the query's coverage to bluge's
 // scores and sorts.
-func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs map[int32]float64) {
+func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best float64) {
 	top := cands[0].score
 	if ix.opts.serverPrior > 0 {
-		var best float64
-		for _, s := range docs {
-			best = max(best, s)
-		}
 		if best > 0 {
 			for k := range cands {
 				if sid := ix.serverOf[cands[k].i]; sid >= 0 {

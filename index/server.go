@@ -110,34 +110,47 @@ func (ix *Index) buildServerDocs(ids map[string]int32) {
 
 // serverScores scores every server whose document has a query term: BM25
 // over the servers' documents, an entry having the term counting one and
-// the server's own text serverOwnWeight per occurrence.
-func (ix *Index) serverScores(qts []queryTerm) map[int32]float64 {
+// the server's own text serverOwnWeight per occurrence. It returns the
+// scores by server id (nil without servers) and the best of them.
+func (ix *Index) serverScores(qts []queryTerm) ([]float64, float64) {
 	sd := ix.servers
 	if sd == nil || len(sd.names) == 0 {
-		return nil
+		return nil, 0
 	}
 	const k1, b = 1.2, 0.75
 	n := float64(len(sd.names))
-	out := map[int32]float64{}
+	out := make([]float64, len(sd.names))
+	tf := make([]float64, len(sd.names))
+	var touched []int32
 	for _, qt := range qts {
 		df := float64(sd.sdf[qt.term])
 		if df == 0 {
 			continue
 		}
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		tf := map[int32]float64{}
+		touched = touched[:0]
 		for sid, c := range ix.serverDF[qt.term] {
 			tf[sid] += float64(c)
+			touched = append(touched, sid)
 		}
 		for sid, c := range sd.own[qt.term] {
+			if tf[sid] == 0 {
+				touched = append(touched, sid)
+			}
 			tf[sid] += ix.opts.serverOwnWeight * float64(c)
 		}
-		for sid, f := range tf {
+		for _, sid := range touched {
+			f := tf[sid]
+			tf[sid] = 0
 			norm := k1 * (1 - b + b*sd.length[sid]/sd.avgLen)
 			out[sid] += qt.weight * idf * f * (k1 + 1) / (f + norm)
 		}
 	}
-	return out
+	var best float64
+	for _, s := range out {
+		best = max(best, s)
+	}
+	return out, best
 }
 
 // An answer lists at most maxMore names of one server, and no more than
@@ -152,7 +165,7 @@ const (
 // for the query, plus the best of their entries' scores among the ranked
 // candidates, both as shares of the best. Each gets up to maxMore of its
 // other entries (not in shown), those that share most of the query first.
-func (ix *Index) rankServers(qts []queryTerm, docs map[int32]float64, cands []candidate, shown []int, kinds []Kind, only int32) []ServerHit {
+func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, cands []candidate, shown []int, kinds []Kind, only int32) []ServerHit {
 	best := map[int32]float64{}
 	var top float64
 	for _, c := range cands {
@@ -164,10 +177,6 @@ func (ix *Index) rankServers(qts []queryTerm, docs map[int32]float64, cands []ca
 			best[sid] = c.score
 		}
 		top = max(top, c.score)
-	}
-	var docTop float64
-	for _, s := range docs {
-		docTop = max(docTop, s)
 	}
 	type scored struct {
 		sid   int32
@@ -189,8 +198,10 @@ func (ix *Index) rankServers(qts []queryTerm, docs map[int32]float64, cands []ca
 		}
 		ranked = append(ranked, scored{sid, s})
 	}
-	for sid := range docs {
-		consider(sid)
+	for sid, s := range docs {
+		if s > 0 {
+			consider(int32(sid))
+		}
 	}
 	for sid := range best {
 		consider(sid)
