@@ -418,3 +418,33 @@ func TestHTTPByteSize(t *testing.T) {
 		}
 	}
 }
+
+// serve hands proxy the toggles file in use, wherever --toggles puts it:
+// a downstream call may not read it even inside the fence, or a model
+// could switch tools on for itself.
+func TestHTTPServeProtectsTogglesFile(t *testing.T) {
+	dir := t.TempDir()
+	toggles := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(toggles, []byte("# no switches\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "work"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	q := startHTTPQuiver(t, "127.0.0.1", fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  example:
+    command: quiver
+    args: [example-server, --test-tools]
+fence:
+  allowed_dirs: [%q]
+`, dir), []string{"--toggles", toggles}, nil)
+	h := q.connect(t, nil)
+	h.waitTools("example__search_text")
+	if res := h.call("example__search_text", map[string]any{"dir": filepath.Join(dir, "work"), "pattern": "x"}); res.IsError {
+		t.Fatalf("a folder inside the fence: %s", textOf(res))
+	}
+	wantRefusal(t, h.call("example__search_text", map[string]any{"dir": toggles, "pattern": "switch"}), "deny.protected_path")
+}

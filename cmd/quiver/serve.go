@@ -126,10 +126,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// TODO(lead): once proxy.Options has Protected, pass quiver's own files
-	// so the gate keeps every downstream call off them:
-	//   Protected: []string{c.serversPath(e), c.togglesPath(e)},
-	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state})
+	// quiver's own files are off limits to every downstream call, or a
+	// model could widen its own fence (the config file and the state dir
+	// are protected by proxy itself).
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state,
+		Protected: []string{c.serversPath(e), c.togglesPath(e)}})
 	if err != nil {
 		return err
 	}
