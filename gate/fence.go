@@ -623,6 +623,15 @@ func within(p, root string) bool {
 	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
+// withinFold is within with names compared without case.
+func withinFold(p, root string) bool {
+	if root == string(filepath.Separator) {
+		return true
+	}
+	n := len(root)
+	return len(p) >= n && strings.EqualFold(p[:n], root) && (len(p) == n || p[n] == filepath.Separator)
+}
+
 func insideAny(p string, roots []string) bool {
 	for _, r := range roots {
 		if within(p, r) {

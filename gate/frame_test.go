@@ -247,6 +247,8 @@ func TestProtectedPaths(t *testing.T) {
 			want{Deny, CodeProtectedPath, nil}},
 		{"under_the_state_dir", Policy{}, call(read, `{"path":`+js(filepath.Join(state, "ledger.db"))+`}`),
 			want{Deny, CodeProtectedPath, nil}},
+		{"other_case_on_a_case_insensitive_disk", Policy{}, call(read, `{"path":`+js(strings.ToUpper(filepath.Join(state, "ledger.db")))+`}`),
+			want{Deny, CodeProtectedPath, nil}},
 		{"under_an_unknown_name", Policy{}, call(read, `{"q":`+js(filepath.Join(state, "ledger.db"))+`}`),
 			want{Deny, CodeProtectedPath, nil}},
 		{"before_outside_fence_deny", Policy{OutsideFence: "deny", AllowedDirs: []string{"/"}}, call(read, `{"path":`+js(cfg)+`}`),

@@ -572,13 +572,16 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 
 // protectedPath refuses reading r of the path written raw when it is one
 // of quiver's own files, or holds one and the call may change something.
+// Names compare without case: on a case-insensitive file system (macOS,
+// Windows) "~/.Config/Quiver" is the same folder, and refusing its
+// lookalike on Linux costs nothing.
 func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
 	for _, p := range g.protected {
 		var what string
 		switch {
-		case within(r, p):
+		case withinFold(r, p):
 			what = "is one of quiver's own files (its configuration, toggles and state): no tool may read or change them"
-		case class != ClassRead && within(p, r):
+		case class != ClassRead && withinFold(p, r):
 			what = fmt.Sprintf("holds quiver's own files (%s, its configuration, toggles or state): no tool may move, delete or change them", p)
 		default:
 			continue
