@@ -49,9 +49,12 @@ type Config struct {
 	// names and the tools of every slash entry with gated: true. Such a
 	// tool runs only in a turn whose slash command forced it.
 	SlashGated []string
-	// Secrets are the values that came from ${VAR} references in env and
-	// headers, and those in args and url that look secret; they are
-	// redacted from everything quiver shows.
+	// Secrets are the values that must never show, redacted from
+	// everything quiver shows: whatever ${VAR} brings into env or headers,
+	// or into a url anywhere but its whole host or port; a ${VAR} in args
+	// that looks secret by name or shape; the value after a secret-named
+	// flag (--password X, --api-key=X); and a value written literally in
+	// env or headers whose name or shape is a secret's.
 	Secrets []Secret
 	// Hash is the SHA-256 of the file as read (hex); a reload skips a
 	// rewrite that changed nothing.
@@ -586,7 +589,8 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		for i, a := range fs.Args {
 			flag, secretArg := "", LooksSecret
 			if i > 0 {
-				if f, ok := secretFlag(fs.Args[i-1]); ok && !strings.HasPrefix(a, "--") {
+				prev := fs.Args[i-1]
+				if f, ok := secretFlag(prev); ok && !strings.Contains(prev, "=") && !strings.HasPrefix(a, "--") {
 					flag = f
 				}
 			}
@@ -594,13 +598,10 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			if flag == "" {
 				if f, ok := secretFlag(a); ok && strings.Contains(a, "=") {
 					// --password=X: X is the secret.
-					name, val, _ := strings.Cut(a, "=")
+					flagName, val, _ := strings.Cut(a, "=")
 					v, _ := expand(val, always, "args")
-					s.Args = append(s.Args, name+"="+v)
-					if !strings.Contains(val, "${") && len(v) >= 4 {
-						p.secrets = append(p.secrets, Secret{Var: f, Value: v})
-						s.Written.Args[i] = name + "=[redacted:" + f + "]"
-					}
+					s.Args = append(s.Args, flagName+"="+v)
+					s.Written.Args[i] = flagName + "=" + literal(val, f, v, true)
 					continue
 				}
 			} else {

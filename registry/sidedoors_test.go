@@ -122,7 +122,7 @@ servers:
   db:
     command: server
     args: [--password, "${DB_PASS}", "--api-key=${K}", --token, literal-token-123, --db-password=literal-pw-456,
-           --user, bob-the-user, --keywords, files-and-more, --token-file, /etc/token, --root, "${ROOT}", --clientSecret, cs-abcdefgh]
+           --user, bob-the-user, --password=set-here-1234, not-a-password-value, --keywords, files-and-more, --token-file, /etc/token, --root, "${ROOT}", --clientSecret, cs-abcdefgh]
 `, vars)
 	s, _ := cfg.Server("db")
 	got := map[string]string{}
@@ -130,13 +130,13 @@ servers:
 		got[sec.Var] = sec.Value
 	}
 	want := map[string]string{"DB_PASS": "hunter2-hunter2", "K": "k-0123456789", "--token": "literal-token-123",
-		"--db-password": "literal-pw-456", "--clientSecret": "cs-abcdefgh"}
+		"--db-password": "literal-pw-456", "--clientSecret": "cs-abcdefgh", "--password": "set-here-1234"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("secrets %v\nwant %v", got, want)
 	}
 	shown := strings.Join(s.Written.Args, " ")
 	if w := "--password ${DB_PASS} --api-key=${K} --token [redacted:--token] --db-password=[redacted:--db-password] " +
-		"--user bob-the-user --keywords files-and-more --token-file /etc/token --root ${ROOT} --clientSecret [redacted:--clientSecret]"; shown != w {
+		"--user bob-the-user --password=[redacted:--password] not-a-password-value --keywords files-and-more --token-file /etc/token --root ${ROOT} --clientSecret [redacted:--clientSecret]"; shown != w {
 		t.Errorf("Written.Args = %s\nwant          %s", shown, w)
 	}
 	if red := Redact(strings.Join(s.Args, " "), cfg.Secrets); strings.Contains(red, "hunter2") || strings.Contains(red, "literal-") ||

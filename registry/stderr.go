@@ -18,19 +18,24 @@ import (
 //
 // Redaction happens before any cut, and no cut falls inside a secret: a
 // piece never ends with what could be the start of a known secret or of a
-// credential's shape while more may follow, so no secret is ever logged
-// half in one record and half in the next, where neither half would match.
-// What is held back waits for the rest (or for a second quiet moment, when
-// a known secret's start is logged as [redacted:VAR]). A private key
-// printed over several lines is logged as one [redacted:private-key].
+// credential's shape while more may follow, so no secret is logged half in
+// one record and half in the next, where neither half would match. What is
+// held back waits for the rest, or for a second quiet moment: then it is
+// logged (a known secret's start, or a token being written, as
+// [redacted:NAME]) and kept as context, so that if the rest comes after
+// all, the rest is redacted too. A private key printed over several lines
+// is logged as one [redacted:private-key].
 type lineLogger struct {
 	log    *slog.Logger
 	redact []Secret
 	quiet  time.Duration // how long a partial line waits for its end; 0: partialLineWait
 
 	mu    sync.Mutex
-	buf   []byte
+	buf   []byte // output not logged yet
 	timer *time.Timer
+	// carry is the end of what was logged last, when it could be the start
+	// of a secret: context for buf, never logged again.
+	carry string
 	// held is set when a quiet moment found the end of buf held back; the
 	// next quiet moment without new output logs it all.
 	held bool
@@ -76,53 +81,76 @@ func (l *lineLogger) arm() {
 // long, pieces of it, cutting nowhere a secret could straddle.
 func (l *lineLogger) drain() {
 	for len(l.buf) > 0 {
-		n := len(l.buf)
-		text := string(l.buf[:min(n, stderrWindow)])
-		atEnd := len(text) == n
+		n, base := len(l.buf), len(l.carry)
+		text := l.carry + string(l.buf[:min(n, stderrWindow)])
+		atEnd := len(text)-base == n
 		limit := len(text)
 		if atEnd {
 			// More may come: keep back what could be a secret's start.
-			limit = l.holdFrom(text)
+			limit = max(base, l.holdFrom(text))
 		}
-		cut := strings.LastIndexByte(text[:limit], '\n') + 1
-		if n-cut > maxStderrPiece {
+		cut := base + strings.LastIndexByte(text[base:limit], '\n') + 1
+		if n-(cut-base) > maxStderrPiece {
 			cut = limit
 			if !atEnd {
-				cut = maxStderrPiece
+				cut = base + maxStderrPiece
 			}
 		}
-		cut = l.outsideSpans(text, cut)
-		if cut == 0 {
+		spans := l.spans(text)
+		if cut = outsideSpans(spans, base, cut); cut > limit {
+			cut = base // the end of a secret begun in the carry is still coming
+		}
+		if cut <= base {
 			if atEnd {
 				return // wait for the rest
 			}
-			cut = maxStderrPiece // a "secret" longer than a piece: cut it anyway
+			cut = base + maxStderrPiece // a "secret" longer than a piece: cut it anyway
 		}
-		l.emit(text[:cut])
-		l.buf = l.buf[cut:]
+		l.emit(maskCarried(text, spans, base, cut))
+		l.buf = l.buf[cut-base:]
+		l.carry = ""
 	}
 }
 
 // flush runs when the child has been quiet for a moment. It logs the
 // partial line, unless its end could be the start of a secret: that waits
-// for one more quiet moment, and is then logged with the start redacted.
+// for one more quiet moment, and is then logged with that start redacted
+// and kept as carry.
 func (l *lineLogger) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) == 0 {
 		return
 	}
-	text := string(l.buf)
-	if !l.held && len(text) <= stderrWindow && l.holdFrom(text) < len(text) {
+	base := len(l.carry)
+	text := l.carry + string(l.buf)
+	hold := l.holdFrom(text)
+	if hold == len(text) {
+		l.emit(maskCarried(text, l.spans(text), base, len(text)))
+		l.buf, l.carry, l.held = l.buf[:0], "", false
+		return
+	}
+	if !l.held {
 		l.held = true
 		l.arm()
 		return
 	}
 	l.held = false
+	spans := l.spans(text)
+	out := maskCarried(text, spans, base, len(text))
+	mask := len(text)
+	name := ""
 	if i, v := l.knownTail(text); i < len(text) && len(text)-i >= 4 {
-		text = text[:i] + "[redacted:" + v + "]"
+		mask, name = i, v
 	}
-	l.emit(text)
+	if j := credentialTail(text); j < mask {
+		mask, name = j, "credential"
+	}
+	if mask < len(text) {
+		out = maskCarried(text, spans, base, max(mask, base)) + "[redacted:" + name + "]"
+	}
+	l.emit(out)
+	l.carry = text[hold:]
 	l.buf = l.buf[:0]
 }
 
@@ -206,13 +234,16 @@ func (l *lineLogger) knownTail(text string) (int, string) {
 	return best, name
 }
 
-// outsideSpans moves cut back to the start of any secret in text (a known
-// value or a credential's shape) that it would fall inside.
-func (l *lineLogger) outsideSpans(text string, cut int) int {
-	if cut <= 0 || cut >= len(text) {
-		return cut
-	}
-	var spans [][]int
+// A span is where a secret (a known value or a credential's shape) sits in
+// a text, and its name.
+type span struct {
+	start, end int
+	name       string
+}
+
+// spans finds every secret in text.
+func (l *lineLogger) spans(text string) []span {
+	var out []span
 	for _, sec := range l.redact {
 		if len(sec.Value) < 4 {
 			continue
@@ -223,25 +254,76 @@ func (l *lineLogger) outsideSpans(text string, cut int) int {
 				if j < 0 {
 					break
 				}
-				spans = append(spans, []int{i + j, i + j + len(f)})
+				out = append(out, span{i + j, i + j + len(f), sec.Var})
 				i += j + 1
 			}
 		}
 	}
 	for _, c := range credentialShapes {
 		if slices.ContainsFunc(c.literals, func(lit string) bool { return strings.Contains(text, lit) }) {
-			spans = append(spans, c.re.FindAllStringIndex(text, -1)...)
+			for _, m := range c.re.FindAllStringIndex(text, -1) {
+				out = append(out, span{m[0], m[1], c.name})
+			}
 		}
 	}
+	return out
+}
+
+// outsideSpans moves cut out of any span it would fall inside: back to the
+// span's start, or, for a span that started in the carry (before base,
+// already logged in part), on to its end.
+func outsideSpans(spans []span, base, cut int) int {
 	for moved := true; moved; {
 		moved = false
 		for _, s := range spans {
-			if s[0] < cut && cut < s[1] {
-				cut, moved = s[0], true
+			if s.start < cut && cut < s.end {
+				if s.start < base {
+					cut = s.end
+				} else {
+					cut = s.start
+				}
+				moved = true
 			}
 		}
 	}
 	return cut
+}
+
+// maskCarried is text[base:cut] with the rest of every secret that began
+// in the carry (text[:base]) replaced by [redacted:NAME]: Redact would not
+// know a secret's tail on its own.
+func maskCarried(text string, spans []span, base, cut int) string {
+	from, name := base, ""
+	for _, s := range spans {
+		if s.start < base && s.end > from {
+			from, name = min(s.end, cut), s.name
+		}
+	}
+	if from == base {
+		return text[base:cut]
+	}
+	return "[redacted:" + name + "]" + text[from:cut]
+}
+
+// credentialTail is where a credential being written at the end of text
+// starts (a word with a credential's first literal in it, or "Bearer" and
+// some of a token); len(text) when there is none.
+func credentialTail(text string) int {
+	w := len(text)
+	for w > 0 && isTokenByte(text[w-1]) {
+		w--
+	}
+	word := text[w:]
+	for i := 0; i < len(word); i++ {
+		if (i == 0 || word[i-1] == '-') && slices.ContainsFunc(credentialStarts, func(lit string) bool { return strings.Contains(word[i:], lit) }) {
+			return w + i
+		}
+	}
+	tail := text[max(0, len(text)-1024):]
+	if m := trailingBearer.FindStringSubmatchIndex(tail); m != nil && m[3] > m[2] {
+		return len(text) - len(tail) + m[0]
+	}
+	return len(text)
 }
 
 // credentialStarts are the literals a credential's shape begins with.
@@ -265,4 +347,4 @@ func isTokenByte(b byte) bool {
 }
 
 // trailingBearer matches "Bearer" and a token being written at the end.
-var trailingBearer = regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]*$`)
+var trailingBearer = regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]*)$`)
