@@ -23,6 +23,9 @@ const (
 	codeApprovalUnavailable = "deny.approval_unavailable"
 	codeApprovalDenied      = "deny.approval_denied"
 	codeApprovalTimeout     = "deny.approval_timeout"
+	// codeInputLost: a 2026-07-28 host's answers came for a call quiver
+	// no longer holds.
+	codeInputLost = "deny.input_lost"
 )
 
 // An answer is what the person chose on an approval card.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -60,6 +61,16 @@ func isBuiltin(name string) bool {
 
 // dispatch is the one path every call takes: resolve, gate, forward.
 func (s *Server) dispatch(ctx context.Context, ss *session, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
+	if state := roundTrip(ctx).RequestState; state != "" && modernHost(ctx) {
+		// The retry of a call whose downstream waits on the host's input
+		// (park.go): it was decided when it started.
+		if st, err := s.seal.read(state, s.opts.Now()); err == nil && st.Kind == stateParking {
+			if st, err = s.seal.open(state, s.opts.Now()); err != nil {
+				return refusal{deny(codeInputLost, fmt.Sprintf("The answers' state cannot be used (%v); call the tool again from the start.", err))}.result()
+			}
+			return s.resumed(ctx, ss, name, args, st)
+		}
+	}
 	st := s.state.Load()
 	call := gate.Call{Session: ss.key, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
 	// A tool the install left out (invalid header annotations) is unknown.
@@ -82,12 +93,22 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	if input != nil {
 		return input // the approval card, as an input request
 	}
-	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if d.Verdict != gate.Allow {
-		log.Info("call refused", "reason", d.Reason)
+		s.log.Info("call refused", "session", ss.id, "tool", name, "code", d.Code, "reason", d.Reason)
 		return builtin.Refusal(d.Code, d.Reason)
 	}
+	if modernHost(ctx) {
+		return s.parkedCall(ctx, ss, name, d, id, meta)
+	}
 	res, err := s.forward(ctx, name, d.Args, meta)
+	return s.finish(ss, name, d, id, res, err)
+}
+
+// finish records how an allowed call ended and makes its result safe to
+// show: a downstream failure becomes a refusal with a code, a result is
+// redacted and bounded.
+func (s *Server) finish(ss *session, name string, d gate.Decision, id int64, res *mcp.CallToolResult, err error) *mcp.CallToolResult {
+	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if err != nil {
 		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg().Secrets))
 		code, outcome := "error.downstream", gate.OutcomeError
@@ -116,7 +137,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	}
 	s.ended(id, outcome, "")
 	log.Debug("call done", "is_error", res.IsError)
-	t, _ := st.cat.Lookup(name)
+	t, _ := s.state.Load().cat.Lookup(name)
 	return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets, t.OutputSchema)
 }
 
@@ -223,6 +244,16 @@ func (s *Server) frame(t *gate.Tool, roots []string) {
 			}
 		}
 	}
+}
+
+// callTimeout is the deadline of a call to the named tool's server.
+func (s *Server) callTimeout(name string) time.Duration {
+	if t, ok := s.state.Load().cat.Lookup(name); ok {
+		if sc, ok := s.cfg().Server(t.Server); ok && sc.Timeout > 0 {
+			return sc.Timeout
+		}
+	}
+	return registry.DefaultTimeout
 }
 
 // rootPath is the folder an MCP root names (a file:// URI, or a path).

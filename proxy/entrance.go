@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/quiver-mcp/quiver/builtin"
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -47,6 +48,9 @@ type refusal struct{ d gate.Decision }
 
 func (r refusal) Error() string        { return r.d.Code + ": " + r.d.Reason }
 func (r refusal) Is(target error) bool { return target == errRefused }
+
+// result is the refusal as a tool result the model reads.
+func (r refusal) result() *mcp.CallToolResult { return builtin.Refusal(r.d.Code, r.d.Reason) }
 
 // enter admits one pass-through request of operation op to server srv.
 // mayAsk says whether an ask may become an approval card: reads and

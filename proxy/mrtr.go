@@ -55,8 +55,16 @@ func roundTrip(ctx context.Context) mcp.MultiRoundTripParams {
 	return p
 }
 
-// sealed is what a card's state says.
+// Kinds of sealed state.
+const (
+	stateCard    = ""  // an approval card
+	stateParking = "p" // a parked downstream call (park.go)
+)
+
+// sealed is what a state quiver hands a 2026-07-28 host says.
 type sealed struct {
+	Kind     string `json:"k,omitempty"`
+	Parking  string `json:"p,omitempty"`
 	Session  string `json:"s"`
 	Tool     string `json:"t"`
 	Digest   string `json:"d"`
@@ -92,18 +100,9 @@ var errBadState = errors.New("the approval state is not one quiver issued, or ha
 
 // open reads a state, checks its expiry and uses up its nonce.
 func (s *seal) open(state string, now time.Time) (sealed, error) {
-	var v sealed
-	b, err := base64.RawURLEncoding.DecodeString(state)
-	if err != nil || len(b) < s.aead.NonceSize() {
-		return v, errBadState
-	}
-	plain, err := s.aead.Open(nil, b[:s.aead.NonceSize()], b[s.aead.NonceSize():], []byte("quiver-card"))
-	if err != nil || json.Unmarshal(plain, &v) != nil {
-		return v, errBadState
-	}
-	exp := time.Unix(v.Expires, 0)
-	if now.After(exp) {
-		return v, errBadState
+	v, err := s.read(state, now)
+	if err != nil {
+		return v, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -115,7 +114,24 @@ func (s *seal) open(state string, now time.Time) (sealed, error) {
 	if _, dup := s.used[v.Nonce]; dup {
 		return v, fmt.Errorf("%w: it was used already", errBadState)
 	}
-	s.used[v.Nonce] = exp
+	s.used[v.Nonce] = time.Unix(v.Expires, 0)
+	return v, nil
+}
+
+// read reads a state and checks its expiry, leaving its nonce unused.
+func (s *seal) read(state string, now time.Time) (sealed, error) {
+	var v sealed
+	b, err := base64.RawURLEncoding.DecodeString(state)
+	if err != nil || len(b) < s.aead.NonceSize() {
+		return v, errBadState
+	}
+	plain, err := s.aead.Open(nil, b[:s.aead.NonceSize()], b[s.aead.NonceSize():], []byte("quiver-card"))
+	if err != nil || json.Unmarshal(plain, &v) != nil {
+		return v, errBadState
+	}
+	if now.After(time.Unix(v.Expires, 0)) {
+		return v, errBadState
+	}
 	return v, nil
 }
 
@@ -159,7 +175,7 @@ func (s *Server) approveByInput(ctx context.Context, ss *session, call gate.Call
 // answered decides the retry of a call whose card the host showed.
 func (s *Server) answered(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64, rt mcp.MultiRoundTripParams) (gate.Decision, *mcp.CallToolResult) {
 	st, err := s.seal.open(rt.RequestState, s.opts.Now())
-	if err == nil && (st.Tool != call.Name || st.Digest != d.Digest || (st.Session != ss.key && !ss.ephemeral)) {
+	if err == nil && (st.Kind != stateCard || st.Tool != call.Name || st.Digest != d.Digest || (st.Session != ss.key && !ss.ephemeral)) {
 		err = fmt.Errorf("%w: it belongs to another call", errBadState)
 	}
 	if err != nil {

@@ -68,6 +68,9 @@ type flight struct {
 	session string
 	ctx     context.Context // the upstream handler's: its session, its stream
 	token   string          // downstream progress token, if any
+	// park, for a call of a host on 2026-07-28, holds what the downstream
+	// asks until the host's retry answers it (park.go).
+	park *parking
 }
 
 type progressRoute struct {
@@ -105,7 +108,14 @@ func (r *relay) begin(ctx context.Context, srv string, meta *mcp.Meta) (context.
 	sid := sessionID(ctx)
 	r.mu.Lock()
 	r.next++
+	if sid == "" {
+		// A client without a session is a session of its own: two such
+		// clients' calls in flight on one server are two sessions, and
+		// rule 4 refuses rather than pick one.
+		sid = fmt.Sprintf("anon-%d", r.next)
+	}
 	f := &flight{id: r.next, server: srv, session: sid, ctx: ctx}
+	f.park, _ = ctx.Value(parkKey{}).(*parking)
 	var out *mcp.Meta
 	if meta != nil {
 		out = &mcp.Meta{AdditionalFields: map[string]any{}}
@@ -178,6 +188,10 @@ func (r *relay) route(ctx context.Context, srv string) (context.Context, server.
 				errAmbiguous, len(distinct), srv)
 		}
 	}
+	if chosen != nil && chosen.park != nil {
+		r.mu.Unlock()
+		return nil, nil, nil, errParked{chosen}
+	}
 	var sess server.ClientSession
 	var base context.Context
 	if chosen != nil {
@@ -244,10 +258,40 @@ func (p peer) done(method string, err error) error {
 	return p.fail(method, err)
 }
 
+// errParked is route's answer for a request whose call belongs to a host
+// on 2026-07-28: the request is not sent, it waits in the call's parking.
+type errParked struct{ f *flight }
+
+func (errParked) Error() string { return "parked" }
+
+// parked files req in the parking of the flight route chose, when it has
+// one, and reports whether it did.
+func (p peer) parked(ctx context.Context, err error, method string, req mcp.InputRequest) (mcp.InputResponse, bool, error) {
+	var ep errParked
+	if !errors.As(err, &ep) {
+		return mcp.InputResponse{}, false, nil
+	}
+	req, ok := redactJSON(req, p.r.s.redactor(), func(b json.RawMessage) (mcp.InputRequest, error) {
+		var out mcp.InputRequest
+		return out, json.Unmarshal(b, &out)
+	})
+	if !ok {
+		return mcp.InputResponse{}, true, p.fail(method, errors.New("the request could not be checked for secrets, so it was not passed on"))
+	}
+	resp, err := parkedInput(ctx, ep.f, method, req)
+	if err == nil {
+		err = resp.DecodeFor(mcp.MCPMethod(method))
+	}
+	return resp, true, p.done(method, err)
+}
+
 // CreateMessage relays sampling/createMessage.
 func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	const method = "sampling/createMessage"
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if resp, ok, perr := p.parked(ctx, err, method, mcp.NewSamplingInputRequest(req.CreateMessageParams)); ok {
+		return resp.Sampling, perr
+	}
 	if err != nil {
 		return nil, p.fail(method, err)
 	}
@@ -270,6 +314,9 @@ func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (
 func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	const method = "elicitation/create"
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if resp, ok, perr := p.parked(ctx, err, method, mcp.NewElicitationInputRequest(req.Params)); ok {
+		return resp.Elicitation, perr
+	}
 	if err != nil {
 		return nil, p.fail(method, err)
 	}
@@ -293,6 +340,9 @@ func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.Elic
 func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	const method = "roots/list"
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if resp, ok, perr := p.parked(ctx, err, method, mcp.NewRootsInputRequest()); ok {
+		return resp.Roots, perr
+	}
 	if err != nil {
 		return nil, p.fail(method, err)
 	}

@@ -84,6 +84,10 @@ type Server struct {
 	run string
 	// seal seals the state of approval cards sent as input requests.
 	seal *seal
+	// parked are the downstream calls waiting for a 2026-07-28 host's
+	// answers, by parking id (park.go).
+	parkMu sync.Mutex
+	parked map[string]*parking
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -147,6 +151,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		ready:    make(chan struct{}),
 		run:      newRunID(),
 		seal:     newSeal(),
+		parked:   map[string]*parking{},
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
