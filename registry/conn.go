@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,8 @@ import (
 type conn struct {
 	reg *Registry
 	srv Server
+	// secrets are those of the configuration srv came from; see secretsNow.
+	secrets []Secret
 
 	mu     sync.Mutex
 	client *client.Client
@@ -394,7 +397,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	// The child gets a small environment, never quiver's whole one: see
 	// defaultEnv.
 	env := s.childEnviron(os.Environ(), extra...)
-	stderr := &lineLogger{log: log, redact: c.reg.config().Secrets}
+	stderr := &lineLogger{log: log, redact: c.secretsNow()}
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
@@ -411,4 +414,15 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 
 // redact is err's text with the configuration's secrets hidden: a url
 // server's errors quote its url, keys and all.
-func (c *conn) redact(err error) string { return Redact(err.Error(), c.reg.config().Secrets) }
+func (c *conn) redact(err error) string { return Redact(err.Error(), c.secretsNow()) }
+
+// secretsNow are the secrets to hide from what c logs or stores: those of
+// the configuration c's entry came from, which Apply starts it under
+// before that configuration is in force, and those in force.
+func (c *conn) secretsNow() []Secret {
+	now := c.reg.config().Secrets
+	if len(c.secrets) == 0 || len(now) > 0 && &c.secrets[0] == &now[0] {
+		return now
+	}
+	return append(slices.Clip(c.secrets), now...)
+}

@@ -103,7 +103,7 @@ func New(cfg *Config, opts Options) *Registry {
 	}
 	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{})}
 	for _, s := range cfg.Servers {
-		r.conns = append(r.conns, r.newConn(s))
+		r.conns = append(r.conns, r.newConn(s, cfg.Secrets))
 	}
 	r.catalog = r.build()
 	return r

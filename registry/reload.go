@@ -22,8 +22,11 @@ type life struct {
 	inflight  atomic.Int32 // calls being forwarded
 }
 
-func (r *Registry) newConn(s Server) *conn {
-	c := &conn{reg: r, srv: s, status: ServerStatus{Name: s.Name, Transport: s.Transport, State: StateStarting, Since: time.Now()}}
+// newConn prepares the conn for s, an entry of a configuration whose
+// secrets are given: until that configuration is in force (Apply starts
+// servers before it swaps), they are the ones that name s's own.
+func (r *Registry) newConn(s Server, secrets []Secret) *conn {
+	c := &conn{reg: r, srv: s, secrets: secrets, status: ServerStatus{Name: s.Name, Transport: s.Transport, State: StateStarting, Since: time.Now()}}
 	c.timeoutNs.Store(int64(s.Timeout))
 	c.done = make(chan struct{})
 	c.tried = make(chan struct{})
@@ -148,7 +151,7 @@ func (r *Registry) Apply(ctx context.Context, cfg *Config) (Change, error) {
 			stopping = append(stopping, c)
 			why[c] = "was restarted for a configuration change"
 		}
-		nc := r.newConn(s)
+		nc := r.newConn(s, cfg.Secrets)
 		next = append(next, nc)
 		starting = append(starting, nc)
 	}

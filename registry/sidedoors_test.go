@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The tests in this file close the side doors of issue 10: secrets that
@@ -304,5 +305,25 @@ servers:
 	}
 	if s, _ := cfg.Server("remote"); s.Home() != "" || s.RootDirs() != nil {
 		t.Errorf("a remote server: Home %q, RootDirs %q", s.Home(), s.RootDirs())
+	}
+}
+
+// TestAddedServerSecretsAreRedactedFromItsFirstTry: Apply starts a new
+// server before its configuration is in force; the secrets of its entry
+// are hidden from its first error and its first stderr lines all the same.
+func TestAddedServerSecretsAreRedactedFromItsFirstTry(t *testing.T) {
+	t.Parallel()
+	const id, token = "tenant-4711-abcdef", "s3cr3t-t0ken-added"
+	h := startRegistry(t, "servers: {}\n", nil, Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	h.ready()
+	apply(t, h, "servers:\n  remote:\n    url: http://127.0.0.1:1/${ID}/sse\n    transport: sse\n"+
+		exampleServer("talky", childStderrEnv+": \"token=${TOKEN}\""), map[string]string{"ID": id, "TOKEN": token})
+	eventually(t, 10*time.Second, "the stderr line logged", func() bool { return len(h.logs.find("stderr: token=", "server", "talky")) > 0 })
+	st, _ := h.reg.Catalog().Status("remote")
+	if st.State != StateDown || !strings.Contains(st.LastError, "[redacted:ID]") {
+		t.Errorf("state %s, last error %q", st.State, st.LastError)
+	}
+	if logs := h.logs.String(); strings.Contains(logs, id) || strings.Contains(logs, token) || strings.Contains(st.LastError, id) {
+		t.Errorf("a secret of the added servers shows:\n%s\nlast error %q", logs, st.LastError)
 	}
 }
