@@ -64,11 +64,12 @@ const answerHits = 5
 
 // outcome is what one search gave, as the evaluation sees it.
 type outcome struct {
-	names []string // ranked exposed names, up to 10
-	named []string // every exposed name the answer names: 5 hits and the servers' lists
-	srvs  []string // the servers the answer lists more tools of
-	bytes int      // the answer's size
-	weak  bool
+	names   []string // ranked exposed names, up to 10
+	named   []string // every exposed name the answer names: 5 hits and the servers' lists
+	srvs    []string // the servers the answer lists more tools of, with how many
+	servers []string // the servers the answer lists more tools of
+	bytes   int      // the answer's size
+	weak    bool
 }
 
 // searchFunc answers a query.
@@ -77,6 +78,7 @@ type searchFunc func(text string) (outcome, error)
 // evalStats accumulates the figures of one style (or all).
 type evalStats struct {
 	n, r1, r5, inAnswer int
+	server2             int // the primary's server is one the answer lists more tools of
 	mrr                 float64
 	weak                int // results reported Weak
 	sizes               []int
@@ -105,6 +107,12 @@ func (s *evalStats) add(o outcome, q evalQuery) {
 	for _, n := range o.named {
 		if n == q.Primary {
 			s.inAnswer++
+			break
+		}
+	}
+	for _, sv := range o.servers {
+		if strings.HasPrefix(q.Primary, sv+"__") {
+			s.server2++
 			break
 		}
 	}
@@ -194,6 +202,7 @@ func quiverSearch(ix *Index) searchFunc {
 		for _, s := range shown.Servers {
 			o.named = append(o.named, s.More...)
 			o.srvs = append(o.srvs, fmt.Sprintf("%s(%d)", s.Name, len(s.More)))
+			o.servers = append(o.servers, s.Name)
 		}
 		o.bytes = len(answerText(text, shown))
 		return o, nil
@@ -489,8 +498,8 @@ func summary(figs []setFigures) string {
 			continue
 		}
 		a, none := f.q["all"], f.q["none"]
-		parts = append(parts, fmt.Sprintf("%s %.2f/%.2f/%.2f/%.2f int %.2f wk %d/%d+%d",
-			f.set.name, a.ratio(a.r5), a.ratio(a.r1), a.mrr10(), a.ratio(a.inAnswer),
+		parts = append(parts, fmt.Sprintf("%s %.2f/%.2f/%.2f/%.2f srv %.2f int %.2f wk %d/%d+%d",
+			f.set.name, a.ratio(a.r5), a.ratio(a.r1), a.mrr10(), a.ratio(a.inAnswer), a.ratio(a.server2),
 			f.q["intent"].ratio(f.q["intent"].r5), none.weak, none.n, a.weak))
 	}
 	return strings.Join(parts, " | ")

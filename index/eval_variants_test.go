@@ -26,11 +26,52 @@ func TestEvalVariants(t *testing.T) {
 		{name: "no query things", mod: func(o *options) { o.describeThings = false }},
 		{name: "no server clause", mod: func(o *options) { o.serverBoost = 0 }},
 		{name: "no domain prior", mod: func(o *options) { o.domainWeight = 0 }},
-		{name: "no params", mod: func(o *options) { o.weights = withWeight(o.weights, fieldParam, 0) }},
+		{name: "no params", mod: func(o *options) { o.weights = withWeight(withWeight(o.weights, fieldParam, 0), fieldPName, 0) }},
 		{name: "whole descriptions", mod: func(o *options) { o.descCap, o.descDistinct = 0, false }},
 		{name: "k1 1.2", mod: func(o *options) { o.k1 = 1.2 }},
 		{name: "b 0.5", mod: func(o *options) { o.b = 0.5 }},
 		{name: "no cover/head rerank", mod: func(o *options) { o.coverWeight, o.headWeight = 0, 0 }},
+	}
+	if mode == "speller" {
+		variants = variants[:1]
+		variants = append(variants,
+			variant{name: "speller: keep first letter", mod: func(o *options) { o.spell.keepFirstLetter = true }},
+			variant{name: "speller: from 3 letters", mod: func(o *options) { o.spell.minLen = 3 }},
+			variant{name: "speller: from 5 letters", mod: func(o *options) { o.spell.minLen = 5 }},
+			variant{name: "speller: off", mod: func(o *options) { o.typoWeight = 0 }},
+		)
+	}
+	if mode == "compounds" {
+		variants = variants[:1]
+		for _, j := range []float64{0, 0.5, 1} {
+			for _, sp := range []float64{0, 0.5, 1} {
+				variants = append(variants, variant{name: fmt.Sprintf("join %.1f split %.1f", j, sp), mod: func(o *options) {
+					o.joinWeight, o.splitWeight = j, sp
+				}})
+			}
+		}
+	}
+	if mode == "fields" {
+		variants = variants[:1]
+		for _, w := range []struct{ name, title, lead, pdesc, pname int }{
+			{4, 2, 2, 1, 2}, {4, 2, 2, 1, 3}, {4, 2, 2, 0, 1}, {4, 2, 2, 2, 2}, {4, 3, 2, 1, 1}, {4, 2, 3, 1, 1}, {5, 2, 2, 1, 1}, {3, 2, 2, 1, 1},
+		} {
+			variants = append(variants, variant{name: fmt.Sprintf("name %d title %d lead %d pdesc %d pname %d", w.name, w.title, w.lead, w.pdesc, w.pname), mod: func(o *options) {
+				o.weights = withWeight(withWeight(withWeight(withWeight(withWeight(o.weights, fieldName, w.name), fieldTitle, w.title), fieldLead, w.lead), fieldParam, w.pdesc), fieldPName, w.pname)
+			}})
+		}
+	}
+	if mode == "feedback" {
+		variants = variants[:1]
+		for _, d := range []int{3, 5} {
+			for _, n := range []int{3, 6} {
+				for _, w := range []float64{0.2, 0.4} {
+					variants = append(variants, variant{name: fmt.Sprintf("feedback %d docs %d terms w %.1f", d, n, w), mod: func(o *options) {
+						o.feedbackDocs, o.feedbackTerms, o.feedbackWeight = d, n, w
+					}})
+				}
+			}
+		}
 	}
 	if mode == "weak" {
 		variants = variants[:1]
@@ -50,8 +91,8 @@ func TestEvalVariants(t *testing.T) {
 	}
 	if mode == "servers" {
 		variants = variants[:1]
-		for _, own := range []float64{0, 1, 3, 6} {
-			for _, dw := range []float64{0, 0.5, 1, 2} {
+		for _, own := range []float64{0, 3} {
+			for _, dw := range []float64{0, 0.5, 1, 2, 4} {
 				variants = append(variants, variant{name: fmt.Sprintf("server own %.0f doc %.1f", own, dw), mod: func(o *options) {
 					o.serverOwnWeight, o.serverDocWeight = own, dw
 				}})

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/blugelabs/bluge"
 	"github.com/blugelabs/bluge/index"
@@ -27,13 +28,14 @@ const (
 	fieldLead   = "lead"   // the description's first sentence: what the tool is for
 	fieldDesc   = "desc"   // the whole description
 	fieldServer = "server" // server key and its keywords
-	fieldParam  = "param"  // parameter names and descriptions
+	fieldParam  = "param"  // parameter descriptions
+	fieldPName  = "pname"  // parameter names
 	fieldHead   = "head"   // skill and reference headings
 	fieldSrvKey = "srvkey" // the server key as one keyword, for Query.Server
 	fieldAll    = "all"    // BM25F: every field, its terms repeated by the field's weight
 )
 
-var textFields = []string{fieldName, fieldTitle, fieldLead, fieldDesc, fieldServer, fieldParam, fieldHead}
+var textFields = []string{fieldName, fieldTitle, fieldLead, fieldDesc, fieldServer, fieldParam, fieldPName, fieldHead}
 
 // options are the ranking knobs. defaultOptions holds the values measured
 // best on the development queries (TestEvalVariants); tests build variants.
@@ -59,6 +61,7 @@ type options struct {
 	relatedWeight   float64 // weight of a related synonym's term
 	relatedMaxShare float64 // ... only if at most this share of entries have it
 	typoWeight      float64 // weight of a typo-corrected term; 0 disables correction
+	spell           spellRules
 
 	rerankDepth  int     // candidates taken from bluge for reranking
 	domainWeight float64 // server-domain prior, as a share of the best bluge score
@@ -70,6 +73,13 @@ type options struct {
 	serverOwnWeight float64 // a server's own words count this many entries in its document
 	serverDocWeight float64 // a server's document score against its best entry's, ranking servers
 	serverPrior     float64 // the server's document score, as a share of the best bluge score
+
+	joinWeight  float64 // two query words that are one catalog word written apart: the joined term's weight (0: off)
+	splitWeight float64 // a query word the catalog lacks that is two catalog words: their weight (0: off)
+
+	feedbackDocs   int     // pseudo-relevance feedback: from this many top candidates
+	feedbackTerms  int     // ... add this many of their name/title/lead terms (0: off)
+	feedbackWeight float64 // ... at this weight
 	moreServers     int     // servers an answer lists the other entries of
 	maxMore         int     // ... at most this many names each
 	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
@@ -81,7 +91,7 @@ func defaultOptions() options {
 	return options{
 		weights: map[string]int{
 			fieldName: 4, fieldTitle: 2, fieldLead: 2, fieldDesc: 1,
-			fieldServer: 4, fieldParam: 1, fieldHead: 2,
+			fieldServer: 4, fieldParam: 1, fieldPName: 1, fieldHead: 2,
 		},
 		k1: 2, b: 0.75,
 		descCap: 60, descDistinct: true,
@@ -98,7 +108,7 @@ func defaultOptions() options {
 		headWeight:      0.2,
 		weakCoverage:    0.3,
 		serverOwnWeight: 3,
-		serverDocWeight: 1,
+		serverDocWeight: 0.5,
 		moreServers:     2,
 		maxMore:         maxMore,
 		maxMoreBytes:    maxMoreBytes,
@@ -242,7 +252,7 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 		st.add(p)
 	}
 	ix.df, ix.nameDF, ix.serverDF = st.df, st.nameDF, st.serverDF
-	ix.speller = newSpeller(st.wordFreq)
+	ix.speller = newSpeller(st.wordFreq, opts.spell)
 	ix.buildServerDocs(serverID)
 	ix.byName = make(map[string][]int, 2*len(ix.entries))
 	for i, e := range ix.entries {
@@ -443,9 +453,14 @@ func fieldText(e Entry, f string) string {
 	case fieldParam:
 		var sb strings.Builder
 		for _, p := range e.Params {
-			sb.WriteString(p.Name)
-			sb.WriteByte(' ')
 			sb.WriteString(clip(p.Description, maxParamDescBytes))
+			sb.WriteByte(' ')
+		}
+		return sb.String()
+	case fieldPName:
+		var sb strings.Builder
+		for _, p := range e.Params {
+			sb.WriteString(p.Name)
 			sb.WriteByte(' ')
 		}
 		return sb.String()
@@ -615,6 +630,18 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	docs, docTop := ix.serverScores(qts)
 	if len(cands) > 0 {
 		ix.rerank(cands, qts, docs, docTop)
+		if ix.opts.feedbackTerms > 0 {
+			if fq := ix.feedback(cands, qts); len(fq) > len(qts) {
+				more, err := ix.candidates(ctx, ix.blugeQuery(fq, q.Kinds, q.Server), max(limit, ix.opts.rerankDepth))
+				if err != nil {
+					return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+				}
+				if len(more) > 0 {
+					ix.rerank(more, qts, docs, docTop)
+					cands = more
+				}
+			}
+		}
 		res.Weak = ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage
 	}
 	if len(exact) > 0 {
@@ -639,6 +666,38 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	}
 	res.Servers = ix.rankServers(qts, docs, docTop, cands, shown, q.Kinds, only)
 	return res, nil
+}
+
+// feedback is qts with the terms the top candidates' names, titles and
+// lead sentences share most (pseudo-relevance feedback), at a low weight.
+func (ix *Index) feedback(cands []candidate, qts []queryTerm) []queryTerm {
+	in := map[string]bool{}
+	for _, qt := range qts {
+		in[qt.term] = true
+	}
+	score := map[string]float64{}
+	for _, c := range cands[:min(ix.opts.feedbackDocs, len(cands))] {
+		for _, t := range ix.heads[c.i] {
+			if !in[t] && float64(ix.df[t]) <= ix.opts.relatedMaxShare*float64(ix.docs) {
+				score[t] += ix.idf(ix.df[t])
+			}
+		}
+	}
+	terms := make([]string, 0, len(score))
+	for t := range score {
+		terms = append(terms, t)
+	}
+	sort.Slice(terms, func(a, b int) bool {
+		if score[terms[a]] != score[terms[b]] {
+			return score[terms[a]] > score[terms[b]]
+		}
+		return terms[a] < terms[b]
+	})
+	out := append([]queryTerm(nil), qts...)
+	for _, t := range terms[:min(ix.opts.feedbackTerms, len(terms))] {
+		out = append(out, queryTerm{term: t, weight: ix.opts.feedbackWeight})
+	}
+	return out
 }
 
 // exactNames are the entries whose exposed name, or tool part, is the
@@ -804,12 +863,24 @@ func (ix *Index) queryTerms(text string) []queryTerm {
 			// less what the tool does.
 			qt.weight = ix.opts.thingWeight
 		}
+		var split []queryTerm
 		if ix.df[t.term] == 0 && ix.opts.typoWeight > 0 && !strings.Contains(t.word, " ") {
 			if c := ix.speller.correct(t.word); c != "" {
 				if ct := a.analyze(c, nil); len(ct) == 1 {
 					qt = queryTerm{term: ct[0].term, weight: ix.opts.typoWeight, typo: true}
 				}
+			} else if ix.opts.splitWeight > 0 {
+				split = ix.splitCompound(&a, t.word, qt.weight*ix.opts.splitWeight)
 			}
+		}
+		if len(split) > 0 {
+			for _, p := range split {
+				if !seen[p.term] {
+					seen[p.term] = true
+					out = append(out, p)
+				}
+			}
+			continue
 		}
 		if seen[qt.term] {
 			continue
@@ -817,7 +888,55 @@ func (ix *Index) queryTerms(text string) []queryTerm {
 		seen[qt.term] = true
 		out = append(out, qt)
 	}
+	if ix.opts.joinWeight > 0 {
+		// Compounds written apart: "look up" for lookup, "to do" for todo,
+		// "data base" for database. Stop words are joined too.
+		words := splitWords(text, nil)
+		for i := 0; i+1 < len(words); i++ {
+			j := words[i] + words[i+1]
+			if len(j) < minCompoundLen || !isWord(j) {
+				continue
+			}
+			term := a.stem(j)
+			if c, ok := a.voc().fold[term]; ok {
+				term = c
+			}
+			if ix.df[term] > 0 && !seen[term] {
+				seen[term] = true
+				out = append(out, queryTerm{term: term, weight: ix.opts.joinWeight})
+			}
+		}
+	}
 	return out
+}
+
+// minCompoundLen: a compound shorter than this is as likely two words that
+// happen to meet ("an" + "d").
+const minCompoundLen = 6
+
+func isWord(w string) bool {
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitCompound splits a word the catalog lacks into two it has, both of
+// at least three letters ("todolist", "pageviews"): compounds written as
+// one. The longest known first part wins.
+func (ix *Index) splitCompound(a *analyzer, w string, weight float64) []queryTerm {
+	if len(w) < minCompoundLen || !isWord(w) {
+		return nil
+	}
+	for i := len(w) - 3; i >= 3; i-- {
+		l, r := a.terms(w[:i]), a.terms(w[i:])
+		if len(l) == 1 && len(r) == 1 && ix.df[l[0]] > 0 && ix.df[r[0]] > 0 {
+			return []queryTerm{{term: l[0], weight: weight}, {term: r[0], weight: weight}}
+		}
+	}
+	return nil
 }
 
 func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind, server string) bluge.Query {

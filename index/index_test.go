@@ -340,22 +340,29 @@ func TestConcurrentSearchAndSwap(t *testing.T) {
 	}
 }
 
-// TestSpellerKeepsFirstLetter: a word one edit from a catalog word is
-// corrected only when the first letters agree; an unknown real word one
-// letter from a common one ("pocket", "socket") is left alone. The words
-// are made up for the test, not taken from any query set.
-func TestSpellerKeepsFirstLetter(t *testing.T) {
-	s := newSpeller(map[string]int{"socket": 9, "bucket": 9, "render": 3, "template": 2})
-	for w, want := range map[string]string{
-		"rendre":   "render",   // swap
-		"templte":  "template", // deletion
-		"buckets":  "bucket",   // insertion
-		"pocket":   "",         // first letter differs from socket
-		"tender":   "",         // ... from render
-		"sprocket": "",         // two edits
+// TestSpeller: a word one edit from catalog words is corrected to the most
+// used of them; two edits, or a short word, are left alone; the
+// first-letter rule, when on, refuses a correction that changes the first
+// letter. The words are made up for the test, not taken from a query set.
+func TestSpeller(t *testing.T) {
+	freq := map[string]int{"socket": 9, "bucket": 9, "render": 3, "tender": 1, "template": 2, "pod": 5}
+	for _, c := range []struct {
+		rules   spellRules
+		w, want string
+	}{
+		{spellRules{}, "rendre", "render"},    // swap
+		{spellRules{}, "templte", "template"}, // deletion
+		{spellRules{}, "buckets", "bucket"},   // insertion
+		{spellRules{}, "pocket", "socket"},    // substitution (bucket is two edits away)
+		{spellRules{}, "sprocket", ""},        // two edits
+		{spellRules{}, "pdo", ""},             // under minTypoLen
+		{spellRules{}, "lender", "render"},    // render is used more than tender
+		{spellRules{keepFirstLetter: true}, "pocket", ""},
+		{spellRules{keepFirstLetter: true}, "tendre", "tender"},
+		{spellRules{minLen: 3}, "pdo", "pod"},
 	} {
-		if got := s.correct(w); got != want {
-			t.Errorf("correct(%q) = %q, want %q", w, got, want)
+		if got := newSpeller(freq, c.rules).correct(c.w); got != c.want {
+			t.Errorf("%+v: correct(%q) = %q, want %q", c.rules, c.w, got, c.want)
 		}
 	}
 }

@@ -158,7 +158,7 @@ func (ix *Index) serverScores(qts []queryTerm) ([]float64, float64) {
 // tool list when it is small, its nearest tools when it is big.
 const (
 	maxMore      = 40
-	maxMoreBytes = 600
+	maxMoreBytes = 900
 )
 
 // rankServers picks the servers an answer names: by their documents' score
