@@ -80,9 +80,9 @@ type options struct {
 	feedbackDocs   int     // pseudo-relevance feedback: from this many top candidates
 	feedbackTerms  int     // ... add this many of their name/title/lead terms (0: off)
 	feedbackWeight float64 // ... at this weight
-	moreServers     int     // servers an answer lists the other entries of
-	maxMore         int     // ... at most this many names each
-	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
+	moreServers    int     // servers an answer lists the other entries of
+	maxMore        int     // ... at most this many names each
+	maxMoreBytes   int     // ... and their tool parts in at most this many bytes
 
 	vocab *vocabulary // nil: the default vocabulary (evaluation builds others)
 }
