@@ -246,7 +246,7 @@ func (r *tsRun) result(t *testing.T, step int) *tsResult {
 	}
 	res := r.of("result", step)
 	if len(res) != 1 {
-		t.Fatalf("step %d: no result:\n%s", step, r.raw)
+		t.Fatalf("step %d: no result (the driver's output is logged above)", step)
 	}
 	return res[0].Result
 }
@@ -432,8 +432,9 @@ func TestModernClientsShareNothing(t *testing.T) {
 }
 
 // TestModernReferenceServer relays the Go SDK's everything-server's
-// questions (elicitation, sampling, and a two-round input request) to a
-// 2026-07-28 host and back.
+// questions (elicitation, sampling, and a two-round input request) to the
+// host and back: a 2026-07-28 host gets them as input requests, a
+// 2025-11-25 host as requests of their own.
 func TestModernReferenceServer(t *testing.T) {
 	ref := goEverythingServer(t)
 	cfg := fmt.Sprintf(`
@@ -452,56 +453,64 @@ servers:
 	for _, tr := range []string{"stdio", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			m := newModernHost(t, tr, cfg)
-			r := m.run(t, modernVersion,
-				tsStep{Op: "listTools", Until: []string{elicitTool, sampleTool, multiTool}},
-				tsStep{Op: "callTool", Name: elicitTool, Arguments: map[string]any{"message": "Who are you?"},
-					Elicit: []tsAnswer{{Action: "accept", Content: map[string]any{"username": "quinn"}}}},
-				tsStep{Op: "callTool", Name: sampleTool, Arguments: map[string]any{"prompt": "say hi"},
-					Sample: []tsSample{{Text: "hi from the host"}}},
-				tsStep{Op: "callTool", Name: multiTool, Arguments: map[string]any{},
-					Elicit: []tsAnswer{
-						{Match: "name", Action: "accept", Content: map[string]any{"name": "Ann"}},
-						{Match: "color", Action: "accept", Content: map[string]any{"color": "blue"}},
-					}},
-			)
-			r.connected(t, modernVersion)
-			if tools := r.of("tools", 0); len(tools) != 1 || !containsAll(tools[0].Names, []string{elicitTool, sampleTool, multiTool}) {
-				t.Fatalf("tools/list lacks the reference tools:\n%s", r.raw)
-			}
-			t.Run("test_elicitation", func(t *testing.T) {
-				asked := r.of("elicitation", 1)
-				if len(asked) != 1 || asked[0].Message != "Who are you?" {
-					t.Errorf("the host's elicitation handler was asked %d times (want once, with the server's message):\n%s", len(asked), r.raw)
-				}
-				res := r.result(t, 1)
-				if res.IsError || !strings.Contains(res.text(), "action=accept") || !strings.Contains(res.text(), "quinn") {
-					t.Fatalf("isError=%v: %s", res.IsError, res.text())
-				}
-			})
-			t.Run("test_sampling", func(t *testing.T) {
-				if n := len(r.of("sampling", 2)); n != 1 {
-					t.Errorf("the host's sampling handler was asked %d times, want once:\n%s", n, r.raw)
-				}
-				res := r.result(t, 2)
-				if res.IsError || !strings.Contains(res.text(), "LLM response: hi from the host") {
-					t.Fatalf("isError=%v: %s", res.IsError, res.text())
-				}
-			})
-			t.Run("multi_round", func(t *testing.T) {
-				asked := r.of("elicitation", 3)
-				if len(asked) != 2 {
-					t.Errorf("the host was asked %d times, want twice (name, then color):\n%s", len(asked), r.raw)
-				}
-				for _, e := range asked {
-					if e.Unscripted {
-						t.Errorf("an unexpected question: %v", e.Message)
+			for _, version := range []string{modernVersion, "legacy"} {
+				t.Run(version, func(t *testing.T) {
+					r := m.run(t, version,
+						tsStep{Op: "listTools", Until: []string{elicitTool, sampleTool, multiTool}},
+						tsStep{Op: "callTool", Name: elicitTool, Arguments: map[string]any{"message": "Who are you?"},
+							Elicit: []tsAnswer{{Action: "accept", Content: map[string]any{"username": "quinn"}}}},
+						tsStep{Op: "callTool", Name: sampleTool, Arguments: map[string]any{"prompt": "say hi"},
+							Sample: []tsSample{{Text: "hi from the host"}}},
+						tsStep{Op: "callTool", Name: multiTool, Arguments: map[string]any{},
+							Elicit: []tsAnswer{
+								{Match: "name", Action: "accept", Content: map[string]any{"name": "Ann"}},
+								{Match: "color", Action: "accept", Content: map[string]any{"color": "blue"}},
+							}},
+					)
+					if version == "legacy" {
+						r.connected(t, "2025-11-25")
+					} else {
+						r.connected(t, version)
 					}
-				}
-				res := r.result(t, 3)
-				if res.IsError || !strings.Contains(res.text(), "Multi-round complete: Ann likes blue") {
-					t.Fatalf("isError=%v: %q", res.IsError, res.text())
-				}
-			})
+					if tools := r.of("tools", 0); len(tools) != 1 || !containsAll(tools[0].Names, []string{elicitTool, sampleTool, multiTool}) {
+						t.Fatal("tools/list lacks the reference tools")
+					}
+					t.Run("test_elicitation", func(t *testing.T) {
+						asked := r.of("elicitation", 1)
+						if len(asked) != 1 || asked[0].Message != "Who are you?" {
+							t.Errorf("the host's elicitation handler was asked %d times, want once with the server's message", len(asked))
+						}
+						res := r.result(t, 1)
+						if res.IsError || !strings.Contains(res.text(), "action=accept") || !strings.Contains(res.text(), "quinn") {
+							t.Fatalf("isError=%v: %s", res.IsError, res.text())
+						}
+					})
+					t.Run("test_sampling", func(t *testing.T) {
+						if n := len(r.of("sampling", 2)); n != 1 {
+							t.Errorf("the host's sampling handler was asked %d times, want once", n)
+						}
+						res := r.result(t, 2)
+						if res.IsError || !strings.Contains(res.text(), "LLM response: hi from the host") {
+							t.Fatalf("isError=%v: %s", res.IsError, res.text())
+						}
+					})
+					t.Run("multi_round", func(t *testing.T) {
+						asked := r.of("elicitation", 3)
+						if len(asked) != 2 {
+							t.Errorf("the host was asked %d times, want twice (name, then color)", len(asked))
+						}
+						for _, e := range asked {
+							if e.Unscripted {
+								t.Errorf("an unexpected question: %v", e.Message)
+							}
+						}
+						res := r.result(t, 3)
+						if res.IsError || !strings.Contains(res.text(), "Multi-round complete: Ann likes blue") {
+							t.Fatalf("isError=%v: %q", res.IsError, res.text())
+						}
+					})
+				})
+			}
 		})
 	}
 }
