@@ -281,19 +281,28 @@ servers:
     command: quiver
     args: [example-server, --test-tools]
 `
-	// echo's "value" is just a value to the gate...
+	// echo's "value" is just a value to the gate while it does not look
+	// like a path...
 	h := startQuiver(t, cfg, hostOptions{})
 	h.waitTools("example__echo")
-	if res := h.call("example__echo", map[string]any{"value": "/etc/hostname"}); res.IsError {
-		t.Fatalf("an undeclared argument is not a path: %s", textOf(res))
+	if res := h.call("example__echo", map[string]any{"value": "etc/hostname"}); res.IsError {
+		t.Fatalf("an undeclared argument that is not shaped like a path is not a path: %s", textOf(res))
 	}
-	// ...until servers.yaml says it is a path.
-	h = startQuiver(t, cfg+"    path_args: {echo: [value]}\n", hostOptions{})
-	h.waitTools("example__echo")
+	// ...but a value shaped like a path is one whatever its name ({"from":
+	// "/etc/…"} used to pass unless declared)...
 	res := h.call("example__echo", map[string]any{"value": "/etc/hostname"})
 	wantRefusal(t, res, "deny.approval_unavailable")
 	if !strings.Contains(textOf(res), "read_outside_fence") {
-		t.Fatalf("a declared path argument outside the fence must ask: %s", textOf(res))
+		t.Fatalf("an absolute path under any name must be fenced: %s", textOf(res))
+	}
+	// ...and a declared one is a path in every form: relative, with no
+	// path_base declared, it is outside.
+	h = startQuiver(t, cfg+"    path_args: {echo: [value]}\n", hostOptions{})
+	h.waitTools("example__echo")
+	res = h.call("example__echo", map[string]any{"value": "etc/hostname"})
+	wantRefusal(t, res, "deny.approval_unavailable")
+	if !strings.Contains(textOf(res), "read_outside_fence") || !strings.Contains(textOf(res), "path_base") {
+		t.Fatalf("a declared relative path with no path_base must ask, saying why: %s", textOf(res))
 	}
 }
 
