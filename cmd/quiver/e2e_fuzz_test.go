@@ -75,9 +75,12 @@ func TestFuzzFilesystemFence(t *testing.T) {
 // fuzzFence runs the fuzz test for a while against one quiver.
 func fuzzFence(t *testing.T, script, node, pathBase string, d time.Duration, seed uint64) {
 	w := newFuzzWorld(t)
-	base := ""
+	base, roots := "", fmt.Sprintf("%q", w.P)
 	if pathBase != "" {
-		base = "path_base: " + pathBase
+		// Two folders, P first: the server resolves "top.txt" against P
+		// (the first folder where the result lies in an allowed one), so
+		// a gate that tried A first would call it inside.
+		base, roots = "path_base: "+pathBase, fmt.Sprintf("%q, %q", w.P, w.A)
 	}
 	cfg := fmt.Sprintf(`
 surface:
@@ -85,7 +88,7 @@ surface:
 servers:
   fs:
     command: %q
-    args: [%q, %q]
+    args: [%q, %s]
     env: {HOME: %q}
     timeout: 20s
     %s
@@ -94,7 +97,7 @@ fence:
 policy:
   approval_timeout: 5s
   defaults: {read: allow, write: allow, destructive: allow, execute: allow, network: allow, admin: allow}
-`, node, script, w.P, w.B, base, w.A)
+`, node, script, roots, w.B, base, w.A)
 	h, rec, _ := launch{
 		cfg:    cfg,
 		env:    []string{"HOME=" + w.A},
@@ -216,6 +219,7 @@ var newName = regexp.MustCompile(`new-[0-9]+`)
 // fuzzWorld is the folders and the secrets the test plants.
 type fuzzWorld struct {
 	P, A, B string
+	link    string   // A/lién, a symlink to B: inside A by name, outside by target
 	canary  string   // the content of every canary file
 	encoded []string // the canary as a host might receive it (base64)
 	hidden  string   // part of the name of files outside A; never in arguments
@@ -229,7 +233,7 @@ func newFuzzWorld(t *testing.T) *fuzzWorld {
 	}
 	P := filepath.Join(base, "P")
 	// B's name has an accent, so that NFC and NFD spellings differ.
-	w := &fuzzWorld{P: P, A: filepath.Join(P, "A"), B: filepath.Join(P, "Bé"),
+	w := &fuzzWorld{P: P, A: filepath.Join(P, "A"), B: filepath.Join(P, "Bé"), link: filepath.Join(P, "A", "lién"),
 		canary: "CANARY-" + randomWord(t) + randomWord(t), hidden: "hidden-" + randomWord(t)}
 	content := w.canary + "\n"
 	w.encoded = []string{base64.StdEncoding.EncodeToString([]byte(content)), base64.StdEncoding.EncodeToString([]byte(w.canary))[:20]}
@@ -253,14 +257,20 @@ func newFuzzWorld(t *testing.T) *fuzzWorld {
 	return w
 }
 
-// ensureInside puts A back as it was: an inside.txt and an empty sub.
-// Calls may write, move and edit in A; what one call brought in (say a
-// file moved from B) must not show up in the next call's answer.
+// ensureInside puts A back as it was: an inside.txt, an empty sub and the
+// link to B. Calls may write, move and edit in A; what one call brought
+// in (say a file moved from B) must not show up in the next call's answer.
 func (w *fuzzWorld) ensureInside(t testing.TB) {
 	entries, _ := os.ReadDir(w.A)
 	for _, e := range entries {
-		if e.Name() != "inside.txt" && e.Name() != "sub" {
+		if e.Name() != "inside.txt" && e.Name() != "sub" && e.Name() != filepath.Base(w.link) {
 			os.RemoveAll(filepath.Join(w.A, e.Name()))
+		}
+	}
+	if target, err := os.Readlink(w.link); err != nil || target != "../"+filepath.Base(w.B) {
+		os.RemoveAll(w.link)
+		if err := os.Symlink("../"+filepath.Base(w.B), w.link); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if entries, _ := os.ReadDir(filepath.Join(w.A, "sub")); len(entries) > 0 {
@@ -679,7 +689,10 @@ func (g *fuzzGen) path(write bool) string {
 	switch r := g.r.Float64(); {
 	case r < 0.12: // inside the fence: a control
 		rel = g.pick(aName+"/inside.txt", aName+"/sub", aName+"/new-"+strconv.Itoa(g.n)+".txt")
-	case write && r < 0.6:
+	case r < 0.3: // through A's link to B: inside by name, outside by target
+		link := aName + "/" + filepath.Base(w.link)
+		rel = g.pick(link+"/canary.txt", link, link+"/sub/deep.txt", link+"/new-"+strconv.Itoa(g.n)+".txt")
+	case write && r < 0.65:
 		rel = g.pick(bName+"/new-"+strconv.Itoa(g.n)+".txt", "new-"+strconv.Itoa(g.n)+".txt", bName+"/sub/new-"+strconv.Itoa(g.n),
 			bName+"/canary.txt", "top.txt")
 	default:
@@ -713,8 +726,8 @@ func (g *fuzzGen) path(write bool) string {
 		return strings.NewReplacer("/", "%2F", ".", "%2e").Replace(g.pick(rel, abs))
 	case 10: // backslashes
 		return strings.ReplaceAll(g.pick(rel, abs, "..\\"+rel), "/", "\\")
-	case 11: // Unicode spellings of B's name
-		return g.pick(norm.NFD.String(abs), norm.NFD.String(rel), strings.ReplaceAll(abs, "/", "\u2215"), strings.ReplaceAll(rel, "é", "e"))
+	case 11, 15: // Unicode spellings of B's and the link's names
+		return g.pick(norm.NFD.String(abs), norm.NFD.String(abs), norm.NFD.String(rel), strings.ReplaceAll(abs, "/", "\u2215"), strings.ReplaceAll(rel, "é", "e"))
 	case 12: // quotes and spaces the server trims
 		return g.pick(`"`+abs+`"`, `'`+abs+`'`, " "+abs, `"`+rel+`"`, " "+rel)
 	case 13:

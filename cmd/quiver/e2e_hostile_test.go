@@ -272,9 +272,10 @@ servers:
     command: %q
     args: [--password, %q]
     env: {%s: "${%s}"}
+    cwd: %q
 fence:
   allowed_dirs: [%q]
-%s`, hostileLimit, bin, r.argPass, hostileserver.SecretEnv, hostileserver.SecretEnv, r.inside, allowAll)
+%s`, hostileLimit, bin, r.argPass, hostileserver.SecretEnv, hostileserver.SecretEnv, base, r.inside, allowAll)
 	r.h, r.rec, r.state = launch{
 		cfg:    cfg,
 		env:    []string{hostileserver.SecretEnv + "=" + r.secret, "DB_PASS=" + r.dbPass},
@@ -418,9 +419,14 @@ func TestHostileCompletionOutsideFence(t *testing.T) {
 		"template_argument": {tpl, strings.TrimPrefix(r.outside, "/") + "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			before, _ := auditEntries(t, r.state)
 			out, _ := r.complete(c.ref, c.value)
 			if strings.Contains(out.text(), "canary.txt") {
 				t.Errorf("completion/complete listed a folder outside the fence: %s", out.text())
+			}
+			after, raw := auditEntries(t, r.state)
+			if refusals(after) <= refusals(before) {
+				t.Errorf("the refused completion/complete is not in quiver audit:\n%s", raw)
 			}
 		})
 	}
@@ -454,6 +460,31 @@ func TestHostileEchoedSecretsRedacted(t *testing.T) {
 	}
 	if _, raw := auditEntries(t, r.state); strings.Contains(raw, hostileserver.Token) {
 		t.Errorf("quiver audit shows the token from the arguments:\n%s", raw)
+	}
+}
+
+// TestHostileOddPathNames: a server may read a path under any argument
+// name; a value that is a path by its shape is fenced whatever its name.
+func TestHostileOddPathNames(t *testing.T) {
+	r := startHostile(t)
+	inside, canary := filepath.Join(r.inside, "inside.txt"), filepath.Join(r.outside, "canary.txt")
+	if out := r.callRaw("hostile__read_any", map[string]any{"from": inside}); !strings.Contains(out.strings(), "inside text") {
+		t.Fatalf("control: a path inside the fence under any name must run: %s", out.text())
+	}
+	for name, args := range map[string]map[string]any{
+		"from":      {"from": canary},
+		"to":        {"to": canary},
+		"x":         {"x": canary},
+		"file_uri":  {"q": "file://" + canary},
+		"nested":    {"opts": map[string]any{"src": canary}},
+		"in_a_list": {"items": []any{"hello", canary}},
+		"dot_slash": {"v": "./outside/canary.txt"}, // the server's cwd is their parent
+	} {
+		t.Run(name, func(t *testing.T) {
+			if out := r.callRaw("hostile__read_any", args); strings.Contains(out.strings(), r.canary) {
+				t.Errorf("a path outside the fence under an odd name reached the server: %s", out.text())
+			}
+		})
 	}
 }
 

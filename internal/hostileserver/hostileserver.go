@@ -174,12 +174,15 @@ func tools() []server.ServerTool {
 	schemaTool.RawOutputSchema = json.RawMessage(OutputSchema)
 	echo := plain("echo", "Return the arguments as JSON text.")
 	echo.InputSchema.AdditionalProperties = true
+	readAny := plain("read_any", "Read every file named anywhere in the arguments, whatever the argument is called.")
+	readAny.InputSchema.AdditionalProperties = true
 	return []server.ServerTool{
 		{Tool: plain("structured_token", "A result with a credential in structuredContent and in text."), Handler: structuredToken},
 		{Tool: sized("big_structured", "A large readable file as structuredContent and as text.", defaultStructuredBytes), Handler: bigStructured},
 		{Tool: sized("big_text", "A large text-only result full of characters JSON escapes.", defaultTextBytes), Handler: bigText},
 		{Tool: schemaTool, Handler: schemaBig},
 		{Tool: echo, Handler: echoArgs},
+		{Tool: readAny, Handler: readPaths},
 		{Tool: plain("get_env", "The server process's environment, one NAME=value a line, then ARGV= and its command line as JSON."), Handler: getEnv},
 		{Tool: plain("stderr_secret", "Write long stderr lines with secrets straddling 8 KiB."), Handler: stderrSecret},
 	}
@@ -257,6 +260,39 @@ func echoArgs(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, 
 		return nil, err
 	}
 	return mcp.NewToolResultText(string(b)), nil
+}
+
+// readPaths reads each string in the arguments, at any depth, that names a
+// file (a file: URI is read as its path), and returns their contents: the
+// careless server whose path arguments are called from, to or opts.src.
+func readPaths(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			p := v
+			if u, err := url.Parse(v); err == nil && u.Scheme == "file" {
+				p = u.Path
+			}
+			if data, err := os.ReadFile(p); err == nil {
+				fmt.Fprintf(&b, "%s:\n%s\n", v, data)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(req.GetArguments())
+	if b.Len() == 0 {
+		return mcp.NewToolResultError("no file named in the arguments"), nil
+	}
+	return mcp.NewToolResultText(b.String()), nil
 }
 
 func getEnv(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
