@@ -70,19 +70,20 @@ type options struct {
 
 	weakCoverage float64 // below this IDF-weighted share of the query in the top hit: Weak
 
+	// Servers (server.go).
 	serverOwnWeight float64 // a server's own words count this many entries in its document
 	serverDocWeight float64 // a server's document score against its best entry's, ranking servers
-	serverPrior     float64 // the server's document score, as a share of the best bluge score
+	moreServers     int     // servers an answer lists the other entries of
+	maxMore         int     // ... at most this many names each
+	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
 
-	joinWeight  float64 // two query words that are one catalog word written apart: the joined term's weight (0: off)
-	splitWeight float64 // a query word the catalog lacks that is two catalog words: their weight (0: off)
-
+	// Measured and left off (0), kept so TestEvalVariants can show why.
+	serverPrior    float64 // the server's document score added to its entries', as a share of the best bluge score
+	joinWeight     float64 // two query words that are one catalog word written apart: the joined term's weight
+	splitWeight    float64 // a query word the catalog lacks that is two catalog words: their weight
 	feedbackDocs   int     // pseudo-relevance feedback: from this many top candidates
-	feedbackTerms  int     // ... add this many of their name/title/lead terms (0: off)
+	feedbackTerms  int     // ... add this many of their name/title/lead terms
 	feedbackWeight float64 // ... at this weight
-	moreServers    int     // servers an answer lists the other entries of
-	maxMore        int     // ... at most this many names each
-	maxMoreBytes   int     // ... and their tool parts in at most this many bytes
 
 	vocab *vocabulary // nil: the default vocabulary (evaluation builds others)
 }
