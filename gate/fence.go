@@ -263,8 +263,9 @@ func isBidi(r rune) bool {
 // A frame is where a server places paths: the folders it resolves a
 // relative path against, and its HOME.
 type frame struct {
-	bases []string
-	home  string
+	bases     []string
+	home      string
+	elsewhere bool // relative paths are not on this machine (Tool.RelativeElsewhere)
 }
 
 // placed is what the fence made of one path string.
@@ -370,6 +371,8 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 			abs = append(abs, f)
 		case len(fr.bases) == 0:
 			switch {
+			case fr.elsewhere && !tilde && !isFileURI(f):
+				// Not a file here: nothing to judge.
 			case out.unresolved != "":
 			case tilde:
 				unplaced("a server that does not expand ~ reads it as a relative path, and this server declares no path_base")
@@ -434,6 +437,12 @@ func hasPathShape(s string) bool {
 	}
 	t := strings.TrimFunc(s, isTrimmed)
 	if strings.ContainsAny(t, "\n\r") {
+		return false
+	}
+	if strings.Trim(t, "/") == "" {
+		// "/" alone under a name that says nothing of paths is a
+		// delimiter or a URL path far more often than the root folder;
+		// under a path-like name it is still judged.
 		return false
 	}
 	if shaped(t) {

@@ -18,6 +18,14 @@ func framed(class Class, bases []string, home string) *Tool {
 	return &Tool{Name: "fs__" + string(class) + "_any", Server: "fs", Class: class, Schema: openSchema, Bases: bases, Home: home}
 }
 
+// elsewhere is a tool of a server whose relative paths are not files on
+// this machine (path_base: none), such as a repository's paths.
+func elsewhere() *Tool {
+	t := framed(ClassRead, nil, "")
+	t.RelativeElsewhere = true
+	return t
+}
+
 // TestServerFrame: relative paths and "~" are judged where the server
 // places them (its declared bases and HOME), and a path quiver cannot
 // place is outside.
@@ -44,6 +52,12 @@ func TestServerFrame(t *testing.T) {
 			want{Ask, CodeAskMutateOutside, []string{`"a.txt"`, "path_base"}}},
 		{"relative_under_outside_fence_deny", Policy{OutsideFence: "deny"}, framed(ClassRead, nil, ""), `{"path":"a.txt"}`,
 			want{Deny, CodeOutsideFence, []string{`"a.txt"`, "path_base"}}},
+		{"relative_elsewhere_is_not_a_file_here", Policy{}, elsewhere(), `{"path":"README.md"}`,
+			want{Allow, CodeAllow, nil}},
+		{"absolute_elsewhere_is_still_judged", Policy{}, elsewhere(), `{"path":` + js(filepath.Join(out, "a.txt")) + `}`,
+			want{Ask, CodeAskReadOutside, nil}},
+		{"tilde_elsewhere_is_still_judged", Policy{}, elsewhere(), `{"path":"~/a.txt"}`,
+			want{Ask, CodeAskReadOutside, nil}},
 		{"relative_inside_the_one_base", Policy{}, framed(ClassRead, []string{sub}, ""), `{"path":"../a.txt"}`,
 			want{Allow, CodeAllow, nil}},
 		{"empty_is_the_base", Policy{}, framed(ClassRead, []string{sub}, ""), `{"path":""}`,
@@ -195,6 +209,7 @@ func TestPathShapes(t *testing.T) {
 		`{"content":` + js(secret+" is mentioned\nhere") + `}`,
 		`{"content":` + js("/"+strings.Repeat("x", maxPathLen+10)) + `}`,
 		`{"q":"hello world","n":"1/2","url":"https://example.com/a"}`,
+		`{"delimiter":"/","sep":"//"}`,
 		`{"q":"~user"}`,
 	} {
 		check(t, g.Evaluate(ctx, call(tl, args)), want{Allow, CodeAllow, nil})
@@ -259,6 +274,14 @@ func TestProtectedPaths(t *testing.T) {
 			want{Deny, CodeProtectedPath, nil}},
 		{"list_an_ancestor", Policy{}, call(read, `{"path":`+js(f.root)+`}`),
 			want{Allow, CodeAllow, nil}},
+		// A command reaches quiver's files from any folder: refusing its
+		// working directory would protect nothing. Policy fences it.
+		{"a_command_may_run_in_an_ancestor", Policy{Defaults: map[Class]string{ClassExecute: "allow"}},
+			call(framed(ClassExecute, []string{f.root}, f.root), `{"cwd":`+js(f.root)+`,"justification":"build the project"}`),
+			want{Allow, CodeAllow, nil}},
+		{"but_not_on_the_files_themselves", Policy{Defaults: map[Class]string{ClassExecute: "allow"}},
+			call(framed(ClassExecute, []string{f.root}, f.root), `{"cwd":`+js(state)+`,"justification":"build the project"}`),
+			want{Deny, CodeProtectedPath, nil}},
 		{"a_sibling_is_fine", Policy{}, call(write, `{"path":`+js(filepath.Join(f.root, "conf", "other.yaml"))+`,"content":"x"}`),
 			want{Allow, CodeAllow, nil}},
 		{"prefix_sibling_is_fine", Policy{}, call(write, `{"path":`+js(state+"-old")+`,"content":"x"}`),

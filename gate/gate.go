@@ -116,11 +116,11 @@ type Tool struct {
 	// unknown, and such paths are outside. "~name" is another user's home
 	// from this host's user database.
 	Home string
-	// Dir is ignored: relative paths resolve against Bases.
-	//
-	// Deprecated: kept for one commit so that callers still compile; set
-	// Bases (and Home) instead.
-	Dir string
+	// RelativeElsewhere says the server's relative paths name nothing on
+	// this machine (a path in a repository, a key in a bucket: path_base:
+	// none): the fence leaves them alone. Absolute paths, file: URIs and
+	// "~" are judged as ever.
+	RelativeElsewhere bool
 	// SlashGated tools run only in a turn whose slash command forced them.
 	SlashGated bool
 }
@@ -528,7 +528,7 @@ func (g *Gate) refuse(c Call, d Decision) Decision {
 // that reaches quiver's own files.
 func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows []shadow, skip string, roots []string) ([]pathArg, Decision, bool) {
 	w := &work{}
-	fr := frame{bases: t.Bases, home: t.Home}
+	fr := frame{bases: t.Bases, home: t.Home, elsewhere: t.RelativeElsewhere}
 	raws := collectPaths(args, shadows, t.PathArgs, skip)
 	if len(raws) > maxPathValues {
 		return nil, g.tooComplex(c, class, &tooComplex{fmt.Sprintf("they hold more than %d paths", maxPathValues)}), false
@@ -581,7 +581,12 @@ func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
 		switch {
 		case withinFold(r, p):
 			what = "is one of quiver's own files (its configuration, toggles and state): no tool may read or change them"
-		case class != ClassRead && withinFold(p, r):
+		case class != ClassRead && class != ClassExecute && withinFold(p, r):
+			// Moving or deleting a folder that holds them. An execute tool
+			// is not held to this: a command can reach quiver's files
+			// whatever folder it runs in, so refusing a home folder as its
+			// working directory would only look like protection; policy
+			// is what fences commands.
 			what = fmt.Sprintf("holds quiver's own files (%s, its configuration, toggles or state): no tool may move, delete or change them", p)
 		default:
 			continue
