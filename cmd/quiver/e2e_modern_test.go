@@ -123,6 +123,8 @@ type tsEvent struct {
 	Unscripted bool            `json:"unscripted"`
 	Result     *tsResult       `json:"result"`
 	Code       any             `json:"code"`
+	Dir        string          `json:"dir"` // of a wire event: "in" or "out"
+	Msg        json.RawMessage `json:"msg"` // of a wire event
 }
 
 type tsResult struct {
@@ -147,7 +149,7 @@ func (r *tsResult) text() string {
 // tsRun is what one driver run saw.
 type tsRun struct {
 	events []tsEvent
-	raw    string
+	raw    strings.Builder // the events but the messages, for logs
 }
 
 // tsScript is the driver's input (see driver.mjs).
@@ -158,6 +160,7 @@ type tsScript struct {
 	URL         string            `json:"url,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	Negotiation string            `json:"negotiation"`
+	Trace       bool              `json:"trace,omitempty"`
 	Steps       []tsStep          `json:"steps"`
 }
 
@@ -199,7 +202,8 @@ func runTS(t *testing.T, dir string, s tsScript) *tsRun {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("driver: %v\nscript: %s\nstdout:\n%s", err, in, out.String())
 	}
-	r := &tsRun{raw: out.String()}
+	r := &tsRun{}
+	var wire strings.Builder
 	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -208,8 +212,22 @@ func runTS(t *testing.T, dir string, s tsScript) *tsRun {
 			t.Fatalf("driver printed a line that is not JSON: %q", sc.Text())
 		}
 		r.events = append(r.events, e)
+		if e.Event == "wire" {
+			fmt.Fprintf(&wire, "%s\n", sc.Bytes())
+		} else {
+			fmt.Fprintf(&r.raw, "%s\n", sc.Bytes())
+		}
 	}
-	t.Logf("host saw:\n%s", r.raw)
+	t.Logf("host saw:\n%s", r.raw.String())
+	if wire.Len() > 0 {
+		// The messages themselves only when a test fails: tools/list alone
+		// is pages long.
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("messages the host sent and received:\n%s", wire.String())
+			}
+		})
+	}
 	return r
 }
 
@@ -224,7 +242,7 @@ func (r *tsRun) connected(t *testing.T, version string) {
 			return
 		}
 	}
-	t.Fatalf("the host never connected:\n%s", r.raw)
+	t.Fatalf("the host never connected:\n%s", r.raw.String())
 }
 
 // of returns the events of one kind in one step.
@@ -258,6 +276,7 @@ type modernHost struct {
 	cfg       string
 	driver    string
 	http      *httpQuiver
+	trace     bool // have the driver print every message
 }
 
 func newModernHost(t *testing.T, transport, cfg string) *modernHost {
@@ -273,7 +292,7 @@ func newModernHost(t *testing.T, transport, cfg string) *modernHost {
 // the 2025 handshake). Over stdio every run starts its own quiver.
 func (m *modernHost) run(t *testing.T, negotiation string, steps ...tsStep) *tsRun {
 	t.Helper()
-	s := tsScript{Transport: m.transport, Negotiation: negotiation, Steps: steps}
+	s := tsScript{Transport: m.transport, Negotiation: negotiation, Trace: m.trace, Steps: steps}
 	if m.http != nil {
 		s.URL = m.http.url
 	} else {
@@ -343,7 +362,7 @@ func TestModernApprovalCard(t *testing.T) {
 				r.connected(t, modernVersion)
 				cards := r.of("elicitation", 1)
 				if len(cards) != 1 {
-					t.Fatalf("the host was asked %d times, want one card:\n%s", len(cards), r.raw)
+					t.Fatalf("the host was asked %d times, want one card", len(cards))
 				}
 				if msg, _ := cards[0].Message.(string); !strings.Contains(msg, file) {
 					t.Errorf("the card does not name %s: %q", file, msg)
@@ -360,7 +379,7 @@ func TestModernApprovalCard(t *testing.T) {
 				r := m.run(t, modernVersion, waitRead, readOutside(file, tsAnswer{Action: "decline"}))
 				r.connected(t, modernVersion)
 				if n := len(r.of("elicitation", 1)); n != 1 {
-					t.Fatalf("the host was asked %d times, want one card:\n%s", n, r.raw)
+					t.Fatalf("the host was asked %d times, want one card", n)
 				}
 				res := r.result(t, 1)
 				if !res.IsError || !strings.HasPrefix(res.text(), "deny.approval_denied") {
@@ -386,7 +405,7 @@ func TestModernLegacyHostCard(t *testing.T) {
 			r.connected(t, "2025-11-25")
 			cards := r.of("elicitation", 1)
 			if len(cards) != 1 {
-				t.Fatalf("the host was asked %d times, want one card:\n%s", len(cards), r.raw)
+				t.Fatalf("the host was asked %d times, want one card", len(cards))
 			}
 			if msg, _ := cards[0].Message.(string); !strings.Contains(msg, file) {
 				t.Errorf("the card does not name %s: %q", file, msg)
@@ -409,7 +428,7 @@ func TestModernClientsShareNothing(t *testing.T) {
 		readOutside(file, tsAnswer{Action: "decline"}))
 	a.connected(t, modernVersion)
 	if n := len(a.of("elicitation", 1)); n != 1 {
-		t.Fatalf("client A was asked %d times, want one card:\n%s", n, a.raw)
+		t.Fatalf("client A was asked %d times, want one card", n)
 	}
 	if res := a.result(t, 1); res.IsError || !strings.Contains(res.text(), "the outside report") {
 		t.Fatalf("client A allowed it, got isError=%v: %s", res.IsError, res.text())
@@ -423,7 +442,7 @@ func TestModernClientsShareNothing(t *testing.T) {
 	b := m.run(t, modernVersion, waitRead, readOutside(file, tsAnswer{Action: "decline"}))
 	b.connected(t, modernVersion)
 	if n := len(b.of("elicitation", 1)); n != 1 {
-		t.Fatalf("client B was asked %d times, want its own card:\n%s", n, b.raw)
+		t.Fatalf("client B was asked %d times, want its own card", n)
 	}
 	res := b.result(t, 1)
 	if !res.IsError || !strings.HasPrefix(res.text(), "deny.approval_denied") || strings.Contains(res.text(), "the outside report") {
@@ -453,6 +472,7 @@ servers:
 	for _, tr := range []string{"stdio", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			m := newModernHost(t, tr, cfg)
+			m.trace = true
 			for _, version := range []string{modernVersion, "legacy"} {
 				t.Run(version, func(t *testing.T) {
 					r := m.run(t, version,
@@ -506,7 +526,19 @@ servers:
 						}
 						res := r.result(t, 3)
 						if res.IsError || !strings.Contains(res.text(), "Multi-round complete: Ann likes blue") {
-							t.Fatalf("isError=%v: %q", res.IsError, res.text())
+							t.Errorf("isError=%v: %q", res.IsError, res.text())
+						}
+						// The downstream's own state ("round=...") is its
+						// business: quiver seals what it hands the host.
+						for _, w := range r.of("wire", 3) {
+							var m struct {
+								Result *struct {
+									RequestState string `json:"requestState"`
+								} `json:"result"`
+							}
+							if w.Dir == "in" && json.Unmarshal(w.Msg, &m) == nil && m.Result != nil && strings.Contains(m.Result.RequestState, "round=") {
+								t.Errorf("the host received the downstream's requestState as is: %q", m.Result.RequestState)
+							}
 						}
 					})
 				})

@@ -10,6 +10,7 @@
 //     "url": "http://127.0.0.1:P/mcp", "headers": {...}, // http
 //     "negotiation": "legacy" | "auto" | "2026-07-28", // a version pins it
 //     "capabilities": {...},                          // default: elicitation, sampling, roots
+//     "trace": true,                                  // print every message as "wire"
 //     "steps": [
 //       {"op": "listTools", "until": ["name", ...], "timeoutMs": 15000},
 //       {"op": "callTool", "name": "...", "arguments": {...},
@@ -21,7 +22,7 @@
 // and prints one JSON object a line on stdout: "connected" (era and
 // version), "elicitation" and "sampling" (what the handler was asked and
 // what it answered, with the step it happened in), "roots", "tools",
-// "result" or "error" for each step, and "done". An elicitation no
+// "result" or "error" for each step, "wire" when tracing, and "done". An elicitation no
 // scripted answer matches is declined and marked unscripted.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -80,6 +81,48 @@ client.setRequestHandler('roots/list', async () => {
 const transport = script.transport === 'http'
   ? new StreamableHTTPClientTransport(new URL(script.url), { requestInit: { headers: script.headers ?? {} } })
   : new StdioClientTransport({ command: script.command, args: script.args ?? [], env: script.env, stderr: 'inherit' });
+
+// With "trace": true every JSON-RPC message the host sends or receives is
+// printed as a "wire" event, so a test can see the rounds of an input
+// request that the client fulfils by itself.
+if (script.trace) {
+  const send = transport.send.bind(transport);
+  transport.send = (msg, opts) => {
+    emit({ event: 'wire', step, dir: 'out', msg });
+    return send(msg, opts);
+  };
+  // The client reads the handler back and sets it again (to chain or
+  // restore it); each handler gets one stable wrapper, and a wrapper
+  // called from inside another prints nothing, so a message is printed
+  // once however the handlers are chained.
+  let onmessage;
+  let delivering = false;
+  const wrapped = new WeakMap();
+  const inner = new WeakMap();
+  Object.defineProperty(transport, 'onmessage', {
+    configurable: true,
+    get: () => {
+      if (!onmessage) return undefined;
+      if (!wrapped.has(onmessage)) {
+        const f = onmessage;
+        const w = (msg, extra) => {
+          if (delivering) return f(msg, extra);
+          emit({ event: 'wire', step, dir: 'in', msg });
+          delivering = true;
+          try {
+            return f(msg, extra);
+          } finally {
+            delivering = false;
+          }
+        };
+        wrapped.set(f, w);
+        inner.set(w, f);
+      }
+      return wrapped.get(onmessage);
+    },
+    set: (f) => { onmessage = inner.get(f) ?? f; },
+  });
+}
 
 const errorOf = (e) => ({ message: String(e?.message ?? e), code: e?.code, data: e?.data });
 
