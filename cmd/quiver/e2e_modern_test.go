@@ -546,3 +546,18 @@ servers:
 		})
 	}
 }
+
+// TestModernNegotiatesAuto: a client that lets the SDK choose ("auto")
+// lands on 2026-07-28 with quiver, over stdio and HTTP.
+func TestModernNegotiatesAuto(t *testing.T) {
+	for _, tr := range []string{"stdio", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			m := newModernHost(t, tr, exampleConfig("auto", ""))
+			r := m.run(t, "auto", tsStep{Op: "listTools", Until: builtins})
+			r.connected(t, modernVersion)
+			if tools := r.of("tools", 0); len(tools) != 1 || !containsAll(tools[0].Names, builtins) {
+				t.Fatalf("tools/list lacks quiver's own tools %v", builtins)
+			}
+		})
+	}
+}
