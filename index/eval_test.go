@@ -42,15 +42,18 @@ import (
 	"github.com/blugelabs/bluge"
 )
 
-// Floors on the judges. They sit a little under what the index reaches, so
-// a change that loses ground on unseen queries fails; they are not targets.
+// Floors on the judges, a query or three under what the index reaches
+// (fresh: R@5 0.68, R@1 0.45, in answer 0.79; blind: 0.65, 0.44, 0.79), so
+// a change that loses ground on unseen queries fails. They are not the
+// targets of issue 11 (R@5 0.75, R@1 0.50, in answer 0.90), which lexical
+// ranking does not reach; docs/BENCHMARKS.md says so.
 const (
 	freshRecall5Floor  = 0.66
-	freshRecall1Floor  = 0.42
-	freshInAnswerFloor = 0.66
-	blindRecall5Floor  = 0.0 // set once the blind set has landed
-	blindRecall1Floor  = 0.0
-	blindInAnswerFloor = 0.0
+	freshRecall1Floor  = 0.43
+	freshInAnswerFloor = 0.77
+	blindRecall5Floor  = 0.63
+	blindRecall1Floor  = 0.42
+	blindInAnswerFloor = 0.77
 )
 
 const (

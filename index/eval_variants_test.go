@@ -21,6 +21,7 @@ func TestEvalVariants(t *testing.T) {
 	variants := []variant{
 		{name: "default"},
 		{name: "no vocabulary", vocab: []synonymGroup{}},
+		{name: "vocabulary before issue 11", vocab: vocabularyBeforeIssue11},
 		{name: "no related expansion", mod: func(o *options) { o.relatedWeight = 0 }},
 		{name: "no typo correction", mod: func(o *options) { o.typoWeight = 0 }},
 		{name: "no query things", mod: func(o *options) { o.describeThings = false }},
