@@ -568,6 +568,9 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		if strings.Contains(written, "${") || len(val) < 4 || !secret {
 			return written
 		}
+		if !labelRE.MatchString(label) {
+			label = "secret" // the label goes into [redacted:...]
+		}
 		p.secrets = append(p.secrets, Secret{Var: label, Value: val})
 		return "[redacted:" + label + "]"
 	}
@@ -699,6 +702,10 @@ func expandVars(s string, lookup func(string) (string, bool), seen func(name, va
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// labelRE matches what may name a secret in [redacted:NAME]: a variable,
+// a header or a flag.
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

@@ -488,6 +488,8 @@ func FuzzParseConfig(f *testing.F) {
 		"fence: {x: 1}\npolicy: [1]\n",
 		"- a\n",
 		"servers:\n\tgh: {command: x\n",
+		"servers:\n  a: {command: x, args: [--password, lit-pw-1234, \"--api-key=${TOKEN}\"], env: {\"a]b\": ghp_0123456789abcdefghijABCDEFGHIJklmnop}, env_passthrough: [AWS_*], path_base: ~/p}\n",
+		"servers:\n  r: {url: \"https://${HOST}/${TOKEN}/sse\", headers: {X-Api-Key: literal-key}, path_base: roots}\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -564,8 +566,16 @@ func checkValid(t *testing.T, cfg *Config) {
 		}
 	}
 	for _, sec := range cfg.Secrets {
-		if sec.Value == "" || !envNameRE.MatchString(sec.Var) {
+		if sec.Value == "" || !labelRE.MatchString(sec.Var) {
 			t.Fatalf("secret %+v", sec)
+		}
+	}
+	for _, srv := range cfg.Servers {
+		if pb := srv.PathBase; pb != "" && pb != PathBaseRoots && (!filepath.IsAbs(pb) || filepath.Clean(pb) != pb) {
+			t.Fatalf("server %s: path_base %q", srv.Name, pb)
+		}
+		if srv.Transport != TransportStdio && (len(srv.EnvPassthrough) > 0 || srv.Home() != "") {
+			t.Fatalf("remote server %s: env_passthrough %q, home %q", srv.Name, srv.EnvPassthrough, srv.Home())
 		}
 	}
 }
