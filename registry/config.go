@@ -158,7 +158,10 @@ type Server struct {
 	Name string
 	// Command, Args, Env and Cwd describe a stdio child. Command "quiver"
 	// means the running quiver binary, so the shipped config works without
-	// anything on PATH.
+	// anything on PATH. The child's environment is small: the default set
+	// (PATH, HOME, LANG and the like; see defaultEnv), the variables
+	// EnvPassthrough names, then Env, which wins; never the rest of
+	// quiver's own.
 	Command string
 	Args    []string
 	Env     map[string]string

@@ -8,6 +8,12 @@
 // sent them (mcp-go's typed ListTools drops keywords), and arguments are
 // forwarded raw.
 //
+// Secrets stay in: a stdio child gets a small environment (a default set
+// plus what its entry gives or passes through), not quiver's whole one;
+// every value that is a secret (from env, headers, a url, a flag like
+// --password) is known to Redact, and what registry logs or stores (a
+// child's stderr, a server's last error) is redacted before it is kept.
+//
 // registry never decides whether a call may run and never talks to the
 // upstream host; that is the proxy's and the gate's work.
 package registry
