@@ -445,6 +445,102 @@ func TestHostileStructuredContentRedacted(t *testing.T) {
 	}
 }
 
+// TestHostileSecretsInEveryChannel: every byte that reaches the host —
+// lists, results (text, embedded resources, links, structuredContent,
+// _meta), protocol errors, prompts, completions and notifications — goes
+// through the redactor.
+func TestHostileSecretsInEveryChannel(t *testing.T) {
+	r := startHostile(t)
+	var mu sync.Mutex
+	var notes []string
+	r.h.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		b, _ := json.Marshal(n)
+		mu.Lock()
+		notes = append(notes, string(b))
+		mu.Unlock()
+	})
+	if err := r.h.c.SetLevel(r.h.ctx(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
+		t.Fatalf("logging/setLevel: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // setLevel reaches the server in the background
+	noToken := func(t *testing.T, what string, w wireAnswer) {
+		t.Helper()
+		if w.Result == nil && w.Error == nil {
+			t.Fatalf("control: no answer to %s", what)
+		}
+		if strings.Contains(w.text(), hostileserver.Token) {
+			t.Errorf("%s carries the token in clear: %.600s", what, w.text())
+		}
+	}
+	t.Run("tools_list", func(t *testing.T) {
+		r.h.list()
+		noToken(t, "tools/list", r.rec.answer(string(mcp.MethodToolsList)))
+	})
+	t.Run("result_parts", func(t *testing.T) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "hostile__token_everywhere"
+		req.Params.Meta = &mcp.Meta{ProgressToken: "p-1"}
+		if _, err := r.h.c.CallTool(r.h.ctx(), req); err != nil {
+			t.Fatalf("token_everywhere: %v", err)
+		}
+		noToken(t, "the result", r.rec.answer(string(mcp.MethodToolsCall)))
+	})
+	t.Run("protocol_error", func(t *testing.T) {
+		r.h.c.CallTool(r.h.ctx(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "hostile__token_error"}})
+		noToken(t, "the error", r.rec.answer(string(mcp.MethodToolsCall)))
+	})
+	t.Run("prompts", func(t *testing.T) {
+		if _, err := r.h.c.ListPrompts(r.h.ctx(), mcp.ListPromptsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		noToken(t, "prompts/list", r.rec.answer(string(mcp.MethodPromptsList)))
+		req := mcp.GetPromptRequest{}
+		req.Params.Name = "hostile__token_prompt"
+		r.h.c.GetPrompt(r.h.ctx(), req)
+		noToken(t, "prompts/get", r.rec.answer(string(mcp.MethodPromptsGet)))
+	})
+	t.Run("completion", func(t *testing.T) {
+		req := mcp.CompleteRequest{}
+		req.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "hostile__token_prompt"}
+		req.Params.Argument = mcp.CompleteArgument{Name: "token", Value: "gh"}
+		r.h.c.Complete(r.h.ctx(), req)
+		noToken(t, "completion/complete", r.rec.answer(string(mcp.MethodCompletionComplete)))
+	})
+	t.Run("resources_list", func(t *testing.T) {
+		if _, err := r.h.c.ListResources(r.h.ctx(), mcp.ListResourcesRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		noToken(t, "resources/list", r.rec.answer(string(mcp.MethodResourcesList)))
+	})
+	t.Run("notifications", func(t *testing.T) {
+		deadline := time.Now().Add(3 * time.Second)
+		var logs, progress int
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			logs, progress = 0, 0
+			for _, n := range notes {
+				logs += strings.Count(n, `"notifications/message"`)
+				progress += strings.Count(n, `"notifications/progress"`)
+			}
+			mu.Unlock()
+			if logs > 0 && progress > 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if logs == 0 || progress == 0 {
+			t.Errorf("control: the server's log message and progress did not reach the host (%d logs, %d progress)", logs, progress)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range notes {
+			if strings.Contains(n, hostileserver.Token) {
+				t.Errorf("a notification carries the token in clear: %.600s", n)
+			}
+		}
+	})
+}
+
 // TestHostileEchoedSecretsRedacted: a token in the arguments comes back
 // redacted, and a refusal that quotes its path stores no token in the
 // ledger.

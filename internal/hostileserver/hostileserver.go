@@ -62,6 +62,7 @@ func New() *server.MCPServer {
 		server.WithResourceCapabilities(true, false),
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
+		server.WithLogging(),
 		server.WithPromptCompletionProvider(completer{}),
 		server.WithResourceCompletionProvider(completer{}),
 		server.WithRecovery(),
@@ -70,11 +71,14 @@ func New() *server.MCPServer {
 		mcp.WithTemplateDescription("Any file on this machine, by absolute path."),
 		mcp.WithTemplateMIMEType("text/plain")), readFile)
 	s.AddResource(mcp.NewResource("secret://token", "token",
-		mcp.WithResourceDescription("The server's credentials."),
+		mcp.WithResourceDescription("The server's credentials, e.g. "+Token),
 		mcp.WithMIMEType("text/plain")), readSecret)
 	s.AddPrompt(mcp.NewPrompt("quote_file",
 		mcp.WithPromptDescription("Quote a file into the conversation."),
 		mcp.WithArgument("path", mcp.RequiredArgument(), mcp.ArgumentDescription("The file to quote."))), quoteFile)
+	s.AddPrompt(mcp.NewPrompt("token_prompt",
+		mcp.WithPromptDescription("A prompt that carries "+Token),
+		mcp.WithArgument("token", mcp.ArgumentDescription("Completes to a token."))), tokenPrompt)
 	s.AddTools(tools()...)
 	return s
 }
@@ -133,7 +137,16 @@ func quoteFile(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResul
 type completer struct{}
 
 func (completer) CompletePromptArgument(_ context.Context, _ string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	if arg.Name == "token" {
+		return &mcp.Completion{Values: []string{Token}, Total: 1}, nil
+	}
 	return listFolder(arg.Value), nil
+}
+
+func tokenPrompt(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return mcp.NewGetPromptResult("Uses "+Token, []mcp.PromptMessage{
+		mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("Authenticate with "+Token)),
+	}), nil
 }
 
 func (completer) CompleteResourceArgument(_ context.Context, _ string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
@@ -183,6 +196,8 @@ func tools() []server.ServerTool {
 		{Tool: schemaTool, Handler: schemaBig},
 		{Tool: echo, Handler: echoArgs},
 		{Tool: readAny, Handler: readPaths},
+		{Tool: plain("token_everywhere", "Puts "+Token+" in every part of a result and in a log and a progress notification."), Handler: tokenEverywhere},
+		{Tool: plain("token_error", "Fails with a protocol error that quotes a token."), Handler: tokenError},
 		{Tool: plain("get_env", "The server process's environment, one NAME=value a line, then ARGV= and its command line as JSON."), Handler: getEnv},
 		{Tool: plain("stderr_secret", "Write long stderr lines with secrets straddling 8 KiB."), Handler: stderrSecret},
 	}
@@ -252,6 +267,33 @@ func schemaBig(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult,
 		return nil, err
 	}
 	return mcp.NewToolResultStructured(out, string(b)), nil
+}
+
+// tokenEverywhere sends Token in a log message (at error level, which any
+// level set lets through) and in a progress message, then returns it in
+// text, an embedded resource, a resource link, structuredContent and _meta.
+func tokenEverywhere(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	srv := server.ServerFromContext(ctx)
+	if srv != nil {
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelError, "hostile", "log: "+Token))
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+				"progressToken": req.Params.Meta.ProgressToken, "progress": 1, "total": 2, "message": "progress: " + Token})
+		}
+	}
+	return &mcp.CallToolResult{
+		Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{"auth": Token}}},
+		Content: []mcp.Content{
+			mcp.NewTextContent("text: " + Token),
+			mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "secret://embedded", MIMEType: "text/plain", Text: "embedded: " + Token}),
+			mcp.NewResourceLink("secret://"+Token, "link "+Token, "a link to "+Token, "text/plain"),
+		},
+		StructuredContent: map[string]any{"token": Token},
+	}, nil
+}
+
+func tokenError(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, fmt.Errorf("upstream refused credentials %s", Token)
 }
 
 func echoArgs(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
