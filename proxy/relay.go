@@ -574,6 +574,11 @@ type rootsCache struct {
 // client sends notifications/roots/list_changed.
 func (r *relay) sessionRoots(ctx context.Context) []string {
 	cs := server.ClientSessionFromContext(ctx)
+	if server.IsModernRequest(ctx) {
+		// 2026-07-28 has no roots/list to send and no list_changed to
+		// say they moved: the fence uses the configured folders.
+		return nil
+	}
 	if cs == nil || cs.SessionID() == "" || clientCaps(cs).Roots == nil {
 		// A client without a session has no roots quiver could keep: a
 		// cache under "" would lend one client's roots to the next.
