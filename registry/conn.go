@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -370,8 +371,8 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	s := c.srv
 	// The transports log through quiver's logger, tagged with the server,
-	// not through slog.Default.
-	log := c.reg.log.With("server", s.Name)
+	// not through slog.Default, and redacted: their errors quote urls.
+	log := slog.New(redactingHandler{inner: c.reg.log.Handler(), secrets: c.secretsNow}).With("server", s.Name)
 	switch s.Transport {
 	case TransportHTTP:
 		t, err := transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log))
@@ -397,7 +398,9 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	// The child gets a small environment, never quiver's whole one: see
 	// defaultEnv.
 	env := s.childEnviron(os.Environ(), extra...)
-	stderr := &lineLogger{log: log, redact: c.secretsNow()}
+	// The stderr logger redacts as it cuts (stderr.go), with the secrets
+	// of the moment the child starts.
+	stderr := &lineLogger{log: c.reg.log.With("server", s.Name), redact: c.secretsNow()}
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)

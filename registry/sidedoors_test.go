@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -325,5 +326,25 @@ func TestAddedServerSecretsAreRedactedFromItsFirstTry(t *testing.T) {
 	}
 	if logs := h.logs.String(); strings.Contains(logs, id) || strings.Contains(logs, token) || strings.Contains(st.LastError, id) {
 		t.Errorf("a secret of the added servers shows:\n%s\nlast error %q", logs, st.LastError)
+	}
+}
+
+// TestTransportLogsAreRedacted: what mcp-go's transports log through
+// quiver's logger (errors quoting a server's url) is redacted.
+func TestTransportLogsAreRedacted(t *testing.T) {
+	t.Parallel()
+	sink := &logSink{}
+	secrets := []Secret{{Var: "ID", Value: "tenant-4711-abcdef"}}
+	log := slog.New(redactingHandler{inner: (&recordHandler{sink: sink}), secrets: func() []Secret { return secrets }}).With("server", "remote")
+	log.Error("failed to listen to server. retry in 1 second tenant-4711-abcdef",
+		"err", errors.New(`Get "https://h/tenant-4711-abcdef/sse": EOF`), "status", 500,
+		slog.Group("req", "url", "https://h/tenant-4711-abcdef/sse"))
+	recs := sink.records()
+	if len(recs) != 1 {
+		t.Fatalf("records %v", recs)
+	}
+	if out := sink.String(); strings.Contains(out, "tenant-4711") || !strings.Contains(out, "[redacted:ID]") ||
+		!strings.Contains(out, "status=500") || !strings.Contains(out, "server=remote") {
+		t.Errorf("logged %s", out)
 	}
 }
