@@ -647,7 +647,7 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		var ok bool
 		s.URL, ok = expand(fs.URL, inURL, "url")
 		if ok && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
-			p.fail(key("url"), "servers.%s.url: %q must start with http:// or https://", name, s.URL)
+			p.fail(key("url"), "servers.%s.url: %q must start with http:// or https://", name, fs.URL) // as written: the value may hold a key
 		}
 		if len(fs.Headers) > 0 {
 			s.Headers = map[string]string{}

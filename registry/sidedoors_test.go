@@ -348,3 +348,14 @@ func TestTransportLogsAreRedacted(t *testing.T) {
 		t.Errorf("logged %s", out)
 	}
 }
+
+// TestConfigErrorsQuoteURLsAsWritten: a url that is wrong once expanded is
+// quoted as the file has it: the value may hold a key, and a config error
+// reaches the log and the terminal.
+func TestConfigErrorsQuoteURLsAsWritten(t *testing.T) {
+	t.Parallel()
+	_, err := ParseConfig("servers.yaml", []byte("servers:\n  r:\n    url: ${FULL}\n"), testLookup(map[string]string{"FULL": "ftp://me:hunter2pw@h/mcp"}))
+	if err == nil || strings.Contains(err.Error(), "hunter2pw") || !strings.Contains(err.Error(), "${FULL}") {
+		t.Errorf("err = %v", err)
+	}
+}
