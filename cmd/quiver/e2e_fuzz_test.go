@@ -209,6 +209,9 @@ policy:
 	}
 }
 
+// canarySize is the size of every canary file, in bytes.
+const canarySize = 7717
+
 // maxShown is how many distinct minimal cases a failing run prints.
 const maxShown = 30
 
@@ -223,6 +226,7 @@ type fuzzWorld struct {
 	canary  string   // the content of every canary file
 	encoded []string // the canary as a host might receive it (base64)
 	hidden  string   // part of the name of files outside A; never in arguments
+	sized   string   // get_file_info's line for a canary file
 }
 
 func newFuzzWorld(t *testing.T) *fuzzWorld {
@@ -235,8 +239,11 @@ func newFuzzWorld(t *testing.T) *fuzzWorld {
 	// B's name has an accent, so that NFC and NFD spellings differ.
 	w := &fuzzWorld{P: P, A: filepath.Join(P, "A"), B: filepath.Join(P, "Bé"), link: filepath.Join(P, "A", "lién"),
 		canary: "CANARY-" + randomWord(t) + randomWord(t), hidden: "hidden-" + randomWord(t)}
-	content := w.canary + "\n"
+	// Every canary file has the same odd size, so that its metadata
+	// (get_file_info's "size: 7717") gives it away too.
+	content := w.canary + "\n" + strings.Repeat("#", canarySize-len(w.canary)-2) + "\n"
 	w.encoded = []string{base64.StdEncoding.EncodeToString([]byte(content)), base64.StdEncoding.EncodeToString([]byte(w.canary))[:20]}
+	w.sized = fmt.Sprintf("size: %d\n", canarySize)
 	for _, d := range []string{w.A, filepath.Join(w.A, "sub"), filepath.Join(w.B, "sub")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -482,12 +489,14 @@ func (f *fuzzRig) run(c fuzzCase) fuzzOutcome {
 
 // leak finds the canary, in any form, or a name from outside A.
 func (f *fuzzRig) leak(s string) string {
-	for _, needle := range append([]string{f.w.canary, f.w.hidden}, f.w.encoded...) {
+	for _, needle := range append([]string{f.w.canary, f.w.hidden, f.w.sized}, f.w.encoded...) {
 		if i := strings.Index(s, needle); i >= 0 {
 			what := "the canary's content"
 			switch needle {
 			case f.w.hidden:
 				what = "a file name outside A"
+			case f.w.sized:
+				what = "a canary's size"
 			case f.w.canary:
 			default:
 				what = "the canary, base64"
