@@ -462,9 +462,7 @@ func (f *fuzzRig) run(c fuzzCase) fuzzOutcome {
 		req.Params.Arguments = c.Args
 	}
 	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{"quiver/turn": f.h.turn}}
-	f.rec.mu.Lock()
-	delete(f.rec.last, string(mcp.MethodToolsCall))
-	f.rec.mu.Unlock()
+	f.rec.forget(string(mcp.MethodToolsCall))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	res, err := f.h.c.CallTool(ctx, req)
 	cancel()

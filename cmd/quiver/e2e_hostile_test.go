@@ -120,6 +120,14 @@ func (r *recorder) SendRequest(ctx context.Context, req transport.JSONRPCRequest
 	return resp, err
 }
 
+// forget drops the last answer to method, so that a call that gets none
+// is not judged on an earlier call's.
+func (r *recorder) forget(method string) {
+	r.mu.Lock()
+	delete(r.last, method)
+	r.mu.Unlock()
+}
+
 // answer returns the last answer to method.
 func (r *recorder) answer(method string) wireAnswer {
 	r.mu.Lock()
@@ -287,11 +295,13 @@ fence:
 }
 
 func (r *hostileRig) readResource(uri string) (wireAnswer, error) {
+	r.rec.forget(string(mcp.MethodResourcesRead))
 	_, err := r.h.c.ReadResource(r.h.ctx(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
 	return r.rec.answer(string(mcp.MethodResourcesRead)), err
 }
 
 func (r *hostileRig) getPrompt(path string) (wireAnswer, error) {
+	r.rec.forget(string(mcp.MethodPromptsGet))
 	req := mcp.GetPromptRequest{}
 	req.Params.Name = "hostile__quote_file"
 	req.Params.Arguments = map[string]string{"path": path}
@@ -300,6 +310,7 @@ func (r *hostileRig) getPrompt(path string) (wireAnswer, error) {
 }
 
 func (r *hostileRig) complete(ref any, value string) (wireAnswer, error) {
+	r.rec.forget(string(mcp.MethodCompletionComplete))
 	req := mcp.CompleteRequest{}
 	req.Params.Ref = ref
 	req.Params.Argument = mcp.CompleteArgument{Name: "path", Value: value}
@@ -310,6 +321,7 @@ func (r *hostileRig) complete(ref any, value string) (wireAnswer, error) {
 // callRaw runs tools/call and returns the answer as it came over the wire.
 func (r *hostileRig) callRaw(name string, args map[string]any) wireAnswer {
 	r.h.t.Helper()
+	r.rec.forget(string(mcp.MethodToolsCall))
 	r.h.call(name, args)
 	return r.rec.answer(string(mcp.MethodToolsCall))
 }
@@ -323,6 +335,7 @@ func (r *hostileRig) callLong(t *testing.T, name string, args map[string]any) wi
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	r.rec.forget(string(mcp.MethodToolsCall))
 	if _, err := r.h.c.CallTool(ctx, req); err != nil && r.rec.answer(string(mcp.MethodToolsCall)).Result == nil {
 		t.Fatalf("tools/call %s: %v", name, err)
 	}
@@ -473,6 +486,7 @@ func TestHostileSecretsInEveryChannel(t *testing.T) {
 		}
 	}
 	t.Run("tools_list", func(t *testing.T) {
+		r.rec.forget(string(mcp.MethodToolsList))
 		r.h.list()
 		noToken(t, "tools/list", r.rec.answer(string(mcp.MethodToolsList)))
 	})
@@ -480,16 +494,20 @@ func TestHostileSecretsInEveryChannel(t *testing.T) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "hostile__token_everywhere"
 		req.Params.Meta = &mcp.Meta{ProgressToken: "p-1"}
+		r.rec.forget(string(mcp.MethodToolsCall))
 		if _, err := r.h.c.CallTool(r.h.ctx(), req); err != nil {
 			t.Fatalf("token_everywhere: %v", err)
 		}
 		noToken(t, "the result", r.rec.answer(string(mcp.MethodToolsCall)))
 	})
 	t.Run("protocol_error", func(t *testing.T) {
+		r.rec.forget(string(mcp.MethodToolsCall))
 		r.h.c.CallTool(r.h.ctx(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "hostile__token_error"}})
 		noToken(t, "the error", r.rec.answer(string(mcp.MethodToolsCall)))
 	})
 	t.Run("prompts", func(t *testing.T) {
+		r.rec.forget(string(mcp.MethodPromptsList))
+		r.rec.forget(string(mcp.MethodPromptsGet))
 		if _, err := r.h.c.ListPrompts(r.h.ctx(), mcp.ListPromptsRequest{}); err != nil {
 			t.Fatal(err)
 		}
@@ -503,10 +521,12 @@ func TestHostileSecretsInEveryChannel(t *testing.T) {
 		req := mcp.CompleteRequest{}
 		req.Params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: "hostile__token_prompt"}
 		req.Params.Argument = mcp.CompleteArgument{Name: "token", Value: "gh"}
+		r.rec.forget(string(mcp.MethodCompletionComplete))
 		r.h.c.Complete(r.h.ctx(), req)
 		noToken(t, "completion/complete", r.rec.answer(string(mcp.MethodCompletionComplete)))
 	})
 	t.Run("resources_list", func(t *testing.T) {
+		r.rec.forget(string(mcp.MethodResourcesList))
 		if _, err := r.h.c.ListResources(r.h.ctx(), mcp.ListResourcesRequest{}); err != nil {
 			t.Fatal(err)
 		}
@@ -683,6 +703,7 @@ func TestHostileLargeResultsBounded(t *testing.T) {
 			}
 			original := strings.Repeat(c.text, len(text)/len(c.text)+2)
 			kept := commonPrefix(text, original)
+			t.Logf("%d bytes asked, %d received, %d of readable text kept", c.bytes, len(out.Result), kept)
 			if want := hostileLimit / 8; kept < want {
 				t.Errorf("kept %d bytes of readable text (want at least %d); text begins %.200q", kept, want, text)
 			}
@@ -703,6 +724,7 @@ func checkOutputSchema(t *testing.T, r *hostileRig, isError bool, structured jso
 		}
 		return
 	}
+	r.rec.forget(string(mcp.MethodToolsList))
 	if _, err := r.h.c.ListTools(r.h.ctx(), mcp.ListToolsRequest{}); err != nil {
 		t.Fatal(err)
 	}
