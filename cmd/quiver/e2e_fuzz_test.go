@@ -33,10 +33,11 @@ import (
 // PRNG: encodings, relative forms in both frames (quiver's working folder
 // is A, the server resolves against P), "~" (quiver's HOME is A, the
 // server's is B), file: URIs, arrays, nested objects, duplicate keys and odd
-// argument names. Inside the fence every class is allowed; outside, quiver
-// asks and the host declines. Whatever quiver does, the canary's content,
-// and the names of files outside A, must appear nowhere in an answer, and
-// nothing outside A may be created or changed.
+// argument names, and paths through A/lién, a link to B. Inside the fence
+// every class is allowed; outside, quiver asks and the host declines.
+// Whatever quiver does, the canary's content (as text or base64), its
+// size, and the names of files outside A must appear nowhere in an
+// answer, and nothing outside A may be created, changed or removed.
 //
 // It runs for QUIVER_FUZZ_SECONDS (default 60), half with the server's
 // path frame undeclared and half with path_base: roots, with the seed in
@@ -164,7 +165,7 @@ policy:
 		small, so := f.shrink(c, o)
 		sig := small.Tool + " " + newName.ReplaceAllString(w.placeholders(small.json()), "new-N")
 		if _, seen := escapes[sig]; !seen {
-			escapes[sig] = fuzzFinding{first: c, min: small, out: so}
+			escapes[sig] = fuzzFinding{first: c, minimal: small, out: so}
 			order = append(order, sig)
 		}
 		e := escapes[sig]
@@ -192,7 +193,7 @@ policy:
 	for i, sig := range order {
 		e := escapes[sig]
 		if report != nil {
-			line, _ := json.Marshal(map[string]any{"n": e.n, "tool": e.min.Tool, "minimal": w.placeholders(e.min.json()),
+			line, _ := json.Marshal(map[string]any{"n": e.n, "tool": e.minimal.Tool, "minimal": w.placeholders(e.minimal.json()),
 				"leaked": w.placeholders(e.out.escape()), "first": w.placeholders(e.first.json())})
 			fmt.Fprintf(report, "%s\n", line)
 		}
@@ -200,7 +201,7 @@ policy:
 			continue
 		}
 		t.Errorf("escape (%d found, seed %d)\n  minimal: %s %s\n  leaked:  %s\n  first:   %s %s",
-			e.n, seed, e.min.Tool, w.placeholders(e.min.json()), w.placeholders(e.out.escape()),
+			e.n, seed, e.minimal.Tool, w.placeholders(e.minimal.json()), w.placeholders(e.out.escape()),
 			e.first.Tool, w.placeholders(e.first.json()))
 	}
 	if total > 0 {
@@ -437,7 +438,7 @@ func (o fuzzOutcome) kind() string {
 }
 
 type fuzzFinding struct {
-	first, min fuzzCase
+	first, minimal fuzzCase
 	out        fuzzOutcome
 	n          int
 }
