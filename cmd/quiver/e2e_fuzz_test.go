@@ -439,8 +439,8 @@ func (o fuzzOutcome) kind() string {
 
 type fuzzFinding struct {
 	first, minimal fuzzCase
-	out        fuzzOutcome
-	n          int
+	out            fuzzOutcome
+	n              int
 }
 
 type fuzzRig struct {
