@@ -558,3 +558,23 @@ func TestServerDocumentsUseServerText(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchServersKinds: a search for skills names no server whose
+// entries are all tools.
+func TestSearchServersKinds(t *testing.T) {
+	ix := buildSmall(t)
+	res, err := ix.Search(context.Background(), Query{Text: "github issue release notes", Kinds: []Kind{KindSkill}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Servers) != 0 {
+		t.Errorf("servers %+v for a skill search", res.Servers)
+	}
+	res, err = ix.Search(context.Background(), Query{Text: "github issue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Servers) == 0 || res.Servers[0].Name != "github" {
+		t.Errorf("servers %+v, want github first", res.Servers)
+	}
+}

@@ -189,6 +189,9 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 			return
 		}
 		seen[sid] = true
+		if len(kinds) > 0 && !slices.ContainsFunc(ix.servers.entries[sid], func(i int) bool { return kindOK(ix.entries[i].Kind, kinds) }) {
+			return // none of its entries is of the kinds searched
+		}
 		var s float64
 		if docTop > 0 {
 			s += ix.opts.serverDocWeight * docs[sid] / docTop
