@@ -9,9 +9,18 @@ import (
 
 // TestEvalVariants reproduces every ablation docs/BENCHMARKS.md and the
 // comments of this package quote: each line is the index built another way,
-// ranked on the three sets. QUIVER_EVAL_VARIANTS=1 runs the ranking knobs;
-// =groups also drops each vocabulary group in turn (the test a group must
-// pass to stay: dropping it must cost the fresh set something).
+// ranked on the three sets. QUIVER_EVAL_VARIANTS picks which:
+//
+//	1          the ranking knobs, the vocabulary before issue 11, none at all
+//	groups     each vocabulary group dropped in turn (the test a group must
+//	           pass to stay: dropping it must cost the fresh set something)
+//	speller    the speller's rules
+//	servers    how servers are ranked and how many names an answer lists
+//	weak       the weak flag's threshold
+//	prior      the server document score as a prior on tool scores
+//	feedback   pseudo-relevance feedback
+//	compounds  joining words written apart, splitting compounds
+//	fields     field weights, parameter names apart from descriptions
 func TestEvalVariants(t *testing.T) {
 	mode := os.Getenv("QUIVER_EVAL_VARIANTS")
 	if mode == "" {
