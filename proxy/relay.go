@@ -354,6 +354,53 @@ func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.Lis
 	return res, p.done(method, err)
 }
 
+// answerInput answers input requests a downstream's tools/call result
+// carries (registry.Options.AnswerInput) the way its server-to-client
+// requests are answered: asked upstream at once, or parked for a host on
+// 2026-07-28. They are asked together, as a host's client would.
+func (r *relay) answerInput(ctx context.Context, srv string, reqs mcp.InputRequests) (mcp.InputResponses, error) {
+	p := peer{r: r, server: srv}
+	out := make(mcp.InputResponses, len(reqs))
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for id, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp mcp.InputResponse
+			var err error
+			switch {
+			case req.Method == mcp.MethodElicitationCreate && req.Elicitation != nil:
+				var res *mcp.ElicitationResult
+				if res, err = p.Elicit(ctx, mcp.ElicitationRequest{Params: *req.Elicitation}); err == nil {
+					resp = mcp.NewElicitationInputResponse(*res)
+				}
+			case req.Method == mcp.MethodSamplingCreateMessage && req.Sampling != nil:
+				var res *mcp.CreateMessageResult
+				if res, err = p.CreateMessage(ctx, mcp.CreateMessageRequest{CreateMessageParams: *req.Sampling}); err == nil {
+					resp = mcp.NewSamplingInputResponse(*res)
+				}
+			case req.Method == mcp.MethodListRoots:
+				var res *mcp.ListRootsResult
+				if res, err = p.ListRoots(ctx, mcp.ListRootsRequest{}); err == nil {
+					resp = mcp.NewRootsInputResponse(*res)
+				}
+			default:
+				err = fmt.Errorf("quiver cannot answer an input request of method %q", req.Method)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			out[id] = resp
+		}()
+	}
+	wg.Wait()
+	return out, first
+}
+
 // notification handles a downstream notification. It runs on that
 // server's read loop, so it never waits on the network: anything that needs
 // a request (a re-list) goes to a goroutine.

@@ -163,6 +163,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		OnChange:            s.catalogChanged,
 		ServerClientOptions: s.relay.clientOptions,
 		OnNotification:      s.relay.notification,
+		AnswerInput:         s.relay.answerInput,
 	})
 
 	hooks := &server.Hooks{}

@@ -363,7 +363,7 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta
 		}
 		return nil, err
 	}
-	return res, nil
+	return c.rounds(ctx, cl, name, args, meta, res)
 }
 
 // transport builds the client transport the entry asks for.

@@ -49,6 +49,10 @@ type Options struct {
 	// on it). It runs on the client's read loop: it must not block, and it
 	// must never send a request to that server itself.
 	OnNotification func(server string, n mcp.JSONRPCNotification)
+	// AnswerInput, when set, answers the input requests a tools/call
+	// result carries that mcp-go's client left unanswered (see
+	// rounds.go); the call is then sent again with the answers.
+	AnswerInput func(ctx context.Context, server string, reqs mcp.InputRequests) (mcp.InputResponses, error)
 	// ApplyWait bounds how long Apply waits for the servers it starts to
 	// make their first attempt before it publishes (default 10 s); a
 	// slower server joins the catalog when it comes up.
