@@ -347,4 +347,4 @@ func isTokenByte(b byte) bool {
 }
 
 // trailingBearer matches "Bearer" and a token being written at the end.
-var trailingBearer = regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]*)$`)
+var trailingBearer = regexp.MustCompile(`(?i)\bbearer[ \t]+([A-Za-z0-9._~+/=-]*)$`)
