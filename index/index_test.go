@@ -393,6 +393,8 @@ func TestBuildChunksAgree(t *testing.T) {
 			{"heads", ix.heads, one.heads},
 			{"speller", ix.speller, one.speller},
 			{"names", ix.names, one.names},
+			{"servers", ix.servers, one.servers},
+			{"byName", ix.byName, one.byName},
 		} {
 			if !reflect.DeepEqual(c.got, c.want) {
 				t.Errorf("%d chunks: %s differs from one chunk's", chunks, c.name)
