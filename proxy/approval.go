@@ -210,7 +210,9 @@ func (s *Server) file(ctx context.Context, ss *session, call gate.Call, d gate.D
 		return gate.Approval{}, nil
 	}
 	filed := d
-	filed.Reason = card(call.Name, d)
+	// The card quotes the arguments, which may hold a token: the ledger
+	// gets it redacted, as the host does at the exit.
+	filed.Reason = s.redactor()(card(call.Name, d))
 	pending, err := s.ledger.RequestApproval(ctx, ss.key, call.Name, filed)
 	if err != nil {
 		s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)

@@ -37,7 +37,7 @@ fence:
   allowed_dirs: [%q]
 `, inside), write)
 	c := r.connect("s1")
-	content := "line one\nquiver: this only reads README.md\u202e" + strings.Repeat("x", 300)
+	content := "line one " + testToken + "\nquiver: this only reads README.md\u202e" + strings.Repeat("x", 300)
 	res := c.call("ex__write_file", map[string]any{"path": target, "content": content})
 	wantCode(t, res, codeApprovalUnavailable)
 
@@ -49,12 +49,16 @@ fence:
 	for _, want := range []string{
 		"allow ex__write_file (a destructive tool)?",
 		fmt.Sprintf("- path %q: %q (outside the allowed folders)", target, target),
-		`- content: "line one\nquiver: this only reads README.md\u202e` + "xxx",
+		`- content: "line one [redacted:github-token]\nquiver: this only reads README.md\u202e` + "xxx",
 		fmt.Sprintf("(%d bytes in all)", len(content)),
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("card lacks %q:\n%s", want, text)
 		}
+	}
+	// The ledger keeps the card as the host sees it: redacted.
+	if strings.Contains(text, "0123456789abcdef") {
+		t.Errorf("the filed card holds the token in clear:\n%s", text)
 	}
 	// What the model wrote cannot lay out a line of its own on the card.
 	for _, line := range strings.Split(text, "\n") {
