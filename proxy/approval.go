@@ -278,7 +278,7 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	if s.ledger == nil {
 		return builtin.Refusal(codeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
 	}
-	a := gate.Approval{Session: c.ss.key, Capability: r.Capability, Reason: r.Reason}
+	a := gate.Approval{Session: c.ss.key, Capability: r.Capability, Reason: s.redactor()(r.Reason)}
 	if r.Path != "" {
 		p := filepath.Clean(r.Path)
 		if real, err := filepath.EvalSymlinks(p); err == nil {
