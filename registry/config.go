@@ -564,17 +564,16 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	inURL := func(name, val string) bool {
 		return LooksSecret(name, val) || strings.ContainsAny(val, "?@/") || !hostVars[name]
 	}
-	// literal records a value written in the file as it is (no ${VAR})
-	// that is a secret by its name or shape, and returns what Written
-	// shows for it.
-	literal := func(written, label, val string, secret bool) string {
-		if strings.Contains(written, "${") || len(val) < 4 || !secret {
+	// literal records secret, found in a value written in the file as it
+	// is (no ${VAR}), and returns what Written shows for the value.
+	literal := func(written, label, secret string) string {
+		if strings.Contains(written, "${") || len(secret) < 4 {
 			return written
 		}
 		if !labelRE.MatchString(label) {
 			label = "secret" // the label goes into [redacted:...]
 		}
-		p.secrets = append(p.secrets, Secret{Var: label, Value: val})
+		p.secrets = append(p.secrets, Secret{Var: label, Value: secret})
 		return "[redacted:" + label + "]"
 	}
 	switch {
@@ -607,7 +606,7 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 					flagName, val, _ := strings.Cut(a, "=")
 					v, _ := expand(val, always, "args")
 					s.Args = append(s.Args, flagName+"="+v)
-					s.Written.Args[i] = flagName + "=" + literal(val, f, v, true)
+					s.Written.Args[i] = flagName + "=" + literal(val, f, v)
 					continue
 				}
 			} else {
@@ -615,14 +614,16 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			}
 			a, _ = expand(a, secretArg, "args")
 			s.Args = append(s.Args, a)
-			s.Written.Args[i] = literal(written, flag, a, flag != "")
+			if flag != "" {
+				s.Written.Args[i] = literal(written, flag, a)
+			}
 		}
 		s.Cwd, _ = expand(fs.Cwd, never, "cwd")
 		if len(fs.Env) > 0 {
 			s.Env = map[string]string{}
 			for _, k := range sortedKeys(fs.Env) {
 				s.Env[k], _ = expand(fs.Env[k], always, "env", k)
-				s.Written.Env[k] = literal(fs.Env[k], k, s.Env[k], LooksSecret(k, s.Env[k]))
+				s.Written.Env[k] = literal(fs.Env[k], k, literalSecret(k, s.Env[k]))
 			}
 		}
 		for _, n := range fs.EnvPassthrough {
@@ -653,7 +654,7 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			s.Headers = map[string]string{}
 			for _, k := range sortedKeys(fs.Headers) {
 				s.Headers[k], _ = expand(fs.Headers[k], always, "headers", k)
-				s.Written.Headers[k] = literal(fs.Headers[k], k, s.Headers[k], LooksSecret(k, s.Headers[k]))
+				s.Written.Headers[k] = literal(fs.Headers[k], k, literalSecret(k, s.Headers[k]))
 			}
 		}
 	default:

@@ -90,6 +90,30 @@ func Redact(s string, secrets []Secret) string {
 	return s
 }
 
+// literalSecret is the secret in value, an env or header value written
+// into servers.yaml as it is, or "" if it holds none: a credential by its
+// shape, or, under a secret's name (API_KEY, Authorization), a value that
+// looks like a key: no spaces (after an auth scheme such as Basic, the
+// credentials), 8 bytes or more, not a path. A literal "true", "oauth" or
+// "/run/secrets/token" under such a name is a setting, not a secret, and
+// hiding it would blank it out of every result.
+func literalSecret(name, value string) string {
+	if LooksSecret("", value) {
+		return value
+	}
+	if !secretName.MatchString(name) {
+		return ""
+	}
+	if scheme, cred, ok := strings.Cut(value, " "); ok && !strings.ContainsAny(scheme, "/") {
+		value = strings.TrimSpace(cred)
+	}
+	if len(value) < 8 || strings.ContainsAny(value, " \t\n") || strings.HasPrefix(value, "/") ||
+		strings.HasPrefix(value, "~") || strings.HasPrefix(value, ".") || strings.Contains(value, "://") {
+		return ""
+	}
+	return value
+}
+
 // secretFlagEndings and secretFlagWords decide which command-line flags
 // take a secret: the value after --password, --api-key, --client-secret or
 // --token, and the X of --password=X. The test is on the flag's last word

@@ -210,11 +210,24 @@ func TestLiteralSecretsInEnvAndHeaders(t *testing.T) {
 servers:
   a:
     command: x
-    env: {API_KEY: literal-key-value, PLAIN: hello-world}
+    env: {API_KEY: literal-key-value, PLAIN: hello-world, USE_AUTH: "true", AUTH_MODE: oauth, TOKEN_FILE: /run/secrets/token}
   b:
     url: https://h/mcp
     headers: {Authorization: Bearer lit-0123456789abcdef, X-Plain: plain-value}
+  c:
+    url: https://h/mcp
+    headers: {Authorization: Basic dXNlcjpwYXNzd29yZA==}
 `, nil)
+	var got []string
+	for _, sec := range cfg.Secrets {
+		got = append(got, sec.Var+"="+sec.Value)
+	}
+	slices.Sort(got)
+	// Settings under a secret's name (a flag, a mode, a path) are not
+	// secrets: hiding "true" would blank it out of every result.
+	if want := []string{"API_KEY=literal-key-value", "Authorization=Bearer lit-0123456789abcdef", "Authorization=dXNlcjpwYXNzd29yZA=="}; !slices.Equal(got, want) {
+		t.Errorf("secrets %q\nwant %q", got, want)
+	}
 	a, _ := cfg.Server("a")
 	b, _ := cfg.Server("b")
 	if a.Env["API_KEY"] != "literal-key-value" || a.Written.Env["API_KEY"] != "[redacted:API_KEY]" || a.Written.Env["PLAIN"] != "hello-world" {
