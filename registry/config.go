@@ -591,6 +591,9 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		if s.Command, ok = expand(fs.Command, never, "command"); ok && strings.TrimSpace(s.Command) == "" {
 			p.fail(key("command"), "servers.%s.command: %q expands to nothing; set the variable to the program to run", name, fs.Command)
 		}
+		// After --password and the like, a value is the secret unless it
+		// is a path to one.
+		afterFlag := func(name, val string) bool { return LooksSecret(name, val) || flagSecret(val) }
 		for i, a := range fs.Args {
 			flag, secretArg := "", LooksSecret
 			if i > 0 {
@@ -604,17 +607,19 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 				if f, ok := secretFlag(a); ok && strings.Contains(a, "=") {
 					// --password=X: X is the secret.
 					flagName, val, _ := strings.Cut(a, "=")
-					v, _ := expand(val, always, "args")
+					v, _ := expand(val, afterFlag, "args")
 					s.Args = append(s.Args, flagName+"="+v)
-					s.Written.Args[i] = flagName + "=" + literal(val, f, v)
+					if strings.Contains(val, "${") || flagSecret(v) {
+						s.Written.Args[i] = flagName + "=" + literal(val, f, v)
+					}
 					continue
 				}
 			} else {
-				secretArg = always
+				secretArg = afterFlag
 			}
 			a, _ = expand(a, secretArg, "args")
 			s.Args = append(s.Args, a)
-			if flag != "" {
+			if flag != "" && flagSecret(a) {
 				s.Written.Args[i] = literal(written, flag, a)
 			}
 		}

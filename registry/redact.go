@@ -114,15 +114,24 @@ func literalSecret(name, value string) string {
 	return value
 }
 
+// flagSecret reports whether value, written literally after a
+// secret-named flag, is the secret: not a path to one (--key ~/.ssh/id,
+// --token-file style values under --token) nor too short to matter.
+func flagSecret(value string) bool {
+	return len(value) >= 4 && !strings.ContainsAny(value, " \t\n") && !strings.HasPrefix(value, "/") &&
+		!strings.HasPrefix(value, "~") && !strings.HasPrefix(value, ".") && !(strings.Contains(value, "://") && !urlPassword.MatchString(value))
+}
+
 // secretFlagEndings and secretFlagWords decide which command-line flags
 // take a secret: the value after --password, --api-key, --client-secret or
 // --token, and the X of --password=X. The test is on the flag's last word
 // (so --token-file and --keywords take none), narrower than secretName: a
 // value wrongly taken for a secret is hidden from every result quoting it.
-// -p is left out on purpose (a port as often as a password).
+// -p is left out on purpose (a port as often as a password), and so is
+// --auth (as often a mode, "--auth none", as a credential).
 var (
 	secretFlagEndings = []string{"password", "passwd", "passphrase", "token", "secret", "apikey", "credential", "credentials", "cookie"}
-	secretFlagWords   = []string{"key", "pass", "pat", "auth"}
+	secretFlagWords   = []string{"key", "pass", "pat"}
 )
 
 // secretFlag reports whether arg is a flag (-x, --x or --x=value) whose

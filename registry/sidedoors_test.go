@@ -118,13 +118,13 @@ func TestEnvPassthroughNames(t *testing.T) {
 // shown redacted in Written when the file has them literally.
 func TestSecretFlagValuesAreSecrets(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"DB_PASS": "hunter2-hunter2", "K": "k-0123456789", "ROOT": "/srv/data"}
+	vars := map[string]string{"DB_PASS": "hunter2-hunter2", "K": "k-0123456789", "ROOT": "/srv/data", "SSH_ID": "/home/me/.ssh/id"}
 	cfg := mustParse(t, `
 servers:
   db:
     command: server
     args: [--password, "${DB_PASS}", "--api-key=${K}", --token, literal-token-123, --db-password=literal-pw-456,
-           --user, bob-the-user, --password=set-here-1234, not-a-password-value, --keywords, files-and-more, --token-file, /etc/token, --root, "${ROOT}", --clientSecret, cs-abcdefgh]
+           --user, bob-the-user, --password=set-here-1234, not-a-password-value, --keywords, files-and-more, --token-file, /etc/token, --root, "${ROOT}", --clientSecret, cs-abcdefgh, --key, ~/.ssh/id_ed25519, --auth, none, --private-key, "${SSH_ID}"]
 `, vars)
 	s, _ := cfg.Server("db")
 	got := map[string]string{}
@@ -138,7 +138,7 @@ servers:
 	}
 	shown := strings.Join(s.Written.Args, " ")
 	if w := "--password ${DB_PASS} --api-key=${K} --token [redacted:--token] --db-password=[redacted:--db-password] " +
-		"--user bob-the-user --password=[redacted:--password] not-a-password-value --keywords files-and-more --token-file /etc/token --root ${ROOT} --clientSecret [redacted:--clientSecret]"; shown != w {
+		"--user bob-the-user --password=[redacted:--password] not-a-password-value --keywords files-and-more --token-file /etc/token --root ${ROOT} --clientSecret [redacted:--clientSecret] --key ~/.ssh/id_ed25519 --auth none --private-key ${SSH_ID}"; shown != w {
 		t.Errorf("Written.Args = %s\nwant          %s", shown, w)
 	}
 	if red := Redact(strings.Join(s.Args, " "), cfg.Secrets); strings.Contains(red, "hunter2") || strings.Contains(red, "literal-") ||
@@ -154,7 +154,7 @@ func TestSecretFlag(t *testing.T) {
 	t.Parallel()
 	for arg, want := range map[string]bool{
 		"--password": true, "-password": true, "--api-key": true, "--apiKey": true, "--access_token": true,
-		"--client-secret": true, "--key": true, "--auth": true, "--passwd=x": true, "--github-pat": true,
+		"--client-secret": true, "--key": true, "--auth": false, "--passwd=x": true, "--github-pat": true,
 		"--keywords": false, "--token-file": false, "--author": false, "-p": false, "--port": false,
 		"password": false, "--": false, "--verbose": false, "--key-file": false,
 	} {
