@@ -220,6 +220,8 @@ func gateToolFor(cfg *registry.Config, t registry.Tool) *gate.Tool {
 			// relative path, so the gate holds every one to be outside.
 		case registry.PathBaseRoots:
 			gt.Bases = srv.RootDirs() // the session's roots join in frame
+		case registry.PathBaseNone:
+			gt.RelativeElsewhere = true
 		default:
 			gt.Bases = []string{srv.PathBase}
 		}

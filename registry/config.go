@@ -187,7 +187,8 @@ type Server struct {
 	PathArgs map[string][]string
 	// PathBase says how the server resolves a relative path argument: ""
 	// (undeclared: quiver cannot know), PathBaseRoots (against its allowed
-	// folders, like server-filesystem: see RootDirs), or a clean absolute
+	// folders, like server-filesystem: see RootDirs), PathBaseNone (not
+	// files on this machine), or a clean absolute
 	// folder. path_base in the file may also be ~/… (the server's HOME,
 	// see Home) or relative to the config file's folder.
 	PathBase string
@@ -202,10 +203,17 @@ type Server struct {
 	home string
 }
 
-// PathBaseRoots is Server.PathBase for a server that resolves relative
-// paths against its allowed folders (its folder arguments and the MCP roots
-// the client gives), as @modelcontextprotocol/server-filesystem does.
-const PathBaseRoots = "roots"
+// Server.PathBase values that are not folders.
+const (
+	// PathBaseRoots is for a server that resolves relative paths against
+	// its allowed folders (its folder arguments and the MCP roots the
+	// client gives), as @modelcontextprotocol/server-filesystem does.
+	PathBaseRoots = "roots"
+	// PathBaseNone is for a server whose relative paths name nothing on
+	// this machine (a path in a repository, a key in a bucket): the fence
+	// leaves them alone and still judges absolute paths and ~.
+	PathBaseNone = "none"
+)
 
 // Spec is what a server entry says about how to reach the server, as
 // written in servers.yaml (no ${VAR} expanded).
