@@ -76,6 +76,9 @@ type flight struct {
 type progressRoute struct {
 	session string
 	token   mcp.ProgressToken // the upstream client's own token
+	// ctx is the call's, for a client without a session: no id reaches
+	// it, only the stream of the request it made.
+	ctx context.Context
 }
 
 type flightKey struct{}
@@ -126,7 +129,11 @@ func (r *relay) begin(ctx context.Context, srv string, meta *mcp.Meta) (context.
 		}
 		if meta.ProgressToken != nil {
 			f.token = fmt.Sprintf("quiver-%d", f.id)
-			r.progress[f.token] = progressRoute{session: sid, token: meta.ProgressToken}
+			route := progressRoute{session: sid, token: meta.ProgressToken}
+			if sessionID(ctx) == "" {
+				route.ctx = ctx
+			}
+			r.progress[f.token] = route
 			out.ProgressToken = f.token
 		}
 		if len(out.AdditionalFields) == 0 {
@@ -434,7 +441,15 @@ func (r *relay) relayProgress(srv string, n mcp.JSONRPCNotification) {
 	redacted, _ := redactValue(map[string]any(maps.Clone(n.Params.AdditionalFields)), r.s.redactor())
 	params := redacted.(map[string]any)
 	params["progressToken"] = route.token
-	if err := r.s.mcp.SendNotificationToSpecificClient(route.session, string(mcp.MethodNotificationProgress), params); err != nil {
+	send := func() error {
+		return r.s.mcp.SendNotificationToSpecificClient(route.session, string(mcp.MethodNotificationProgress), params)
+	}
+	if route.ctx != nil {
+		send = func() error {
+			return r.s.mcp.SendNotificationToClient(route.ctx, string(mcp.MethodNotificationProgress), params)
+		}
+	}
+	if err := send(); err != nil {
 		r.s.log.Debug("progress not delivered", "session", route.session, "err", err)
 	}
 }
