@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -68,7 +69,14 @@ func TestFuzzFilesystemFence(t *testing.T) {
 	// Half the time with the server's path frame undeclared (quiver must
 	// then ask for every relative path and "~"), half with path_base:
 	// roots (quiver resolves them as the server does, against P).
-	half := time.Duration(seconds) * time.Second / 2
+	total := time.Duration(seconds) * time.Second
+	if deadline, ok := t.Deadline(); ok && time.Until(deadline)-2*time.Minute < total {
+		// Leave time for setup, shrinking and reports: a long run needs
+		// go test -timeout.
+		total = max(10*time.Second, time.Until(deadline)-2*time.Minute)
+		t.Logf("go test's -timeout leaves %s for fuzzing", total.Round(time.Second))
+	}
+	half := total / 2
 	t.Run("undeclared", func(t *testing.T) { fuzzFence(t, script, node, "", half, seed) })
 	t.Run("path_base_roots", func(t *testing.T) { fuzzFence(t, script, node, "roots", half, seed) })
 }
@@ -83,7 +91,7 @@ func fuzzFence(t *testing.T, script, node, pathBase string, d time.Duration, see
 		// a gate that tried A first would call it inside.
 		base, roots = "path_base: "+pathBase, fmt.Sprintf("%q, %q", w.P, w.A)
 	}
-	cfg := fmt.Sprintf(`
+	cfg := fmt.Sprintf(`# %s
 surface:
   reveal: direct
 servers:
@@ -98,16 +106,22 @@ fence:
 policy:
   approval_timeout: 5s
   defaults: {read: allow, write: allow, destructive: allow, execute: allow, network: allow, admin: allow}
-`, node, script, roots, w.B, base, w.A)
+`, w.marker, node, script, roots, w.B, base, w.A)
+	w.configText = cfg
 	h, rec, _ := launch{
 		cfg:    cfg,
 		env:    []string{"HOME=" + w.A},
 		dir:    w.A,
 		answer: &cardAnswerer{decision: "decline"},
 		quiet:  true,
+		home:   w.A,
 	}.start(t)
 	h.waitTools("fs__read_text_file", "fs__write_file", "fs__list_directory")
 	f := &fuzzRig{t: t, h: h, rec: rec, w: w, baseline: w.snapshot(t)}
+	entries, _ := os.ReadDir(w.state)
+	for _, e := range entries {
+		f.stateFiles = append(f.stateFiles, e.Name())
+	}
 
 	// Controls keep the test honest: inside the fence, calls run.
 	if o := f.run(fuzzCase{Tool: "fs__read_text_file", Args: map[string]any{"path": filepath.Join(w.A, "inside.txt")}}); o.refused || !strings.Contains(o.answer, "inside text") {
@@ -210,6 +224,12 @@ policy:
 	}
 }
 
+// The first bytes of quiver's ledger (an SQLite file), as text and base64.
+const (
+	sqliteHeader   = "SQLite format 3"
+	sqliteHeader64 = "U1FMaXRlIGZvcm1hdCAz"
+)
+
 // canarySize is the size of every canary file, in bytes.
 const canarySize = 7717
 
@@ -228,6 +248,11 @@ type fuzzWorld struct {
 	encoded []string // the canary as a host might receive it (base64)
 	hidden  string   // part of the name of files outside A; never in arguments
 	sized   string   // get_file_info's line for a canary file
+	// quiver's own files live in A, as when a project keeps its
+	// servers.yaml: they are protected whatever the fence says.
+	config, state string // A/servers.yaml and A/state
+	marker        string // a comment in servers.yaml; never in arguments
+	configText    string // what servers.yaml says
 }
 
 func newFuzzWorld(t *testing.T) *fuzzWorld {
@@ -239,6 +264,7 @@ func newFuzzWorld(t *testing.T) *fuzzWorld {
 	P := filepath.Join(base, "P")
 	// B's name has an accent, so that NFC and NFD spellings differ.
 	w := &fuzzWorld{P: P, A: filepath.Join(P, "A"), B: filepath.Join(P, "Bé"), link: filepath.Join(P, "A", "lién"),
+		config: filepath.Join(P, "A", "servers.yaml"), state: filepath.Join(P, "A", "state"), marker: "marker-" + randomWord(t),
 		canary: "CANARY-" + randomWord(t) + randomWord(t), hidden: "hidden-" + randomWord(t)}
 	// Every canary file has the same odd size, so that its metadata
 	// (get_file_info's "size: 7717") gives it away too.
@@ -271,7 +297,9 @@ func newFuzzWorld(t *testing.T) *fuzzWorld {
 func (w *fuzzWorld) ensureInside(t testing.TB) {
 	entries, _ := os.ReadDir(w.A)
 	for _, e := range entries {
-		if e.Name() != "inside.txt" && e.Name() != "sub" && e.Name() != filepath.Base(w.link) {
+		switch e.Name() {
+		case "inside.txt", "sub", filepath.Base(w.link), filepath.Base(w.config), filepath.Base(w.state):
+		default:
 			os.RemoveAll(filepath.Join(w.A, e.Name()))
 		}
 	}
@@ -449,6 +477,8 @@ type fuzzRig struct {
 	rec      *recorder
 	w        *fuzzWorld
 	baseline map[string]fsEntry
+	// stateFiles are what quiver keeps in its state dir besides the ledger.
+	stateFiles []string
 }
 
 // run sends one case through quiver in a turn of its own (so that
@@ -482,13 +512,45 @@ func (f *fuzzRig) run(c fuzzCase) fuzzOutcome {
 		o.changed = snapshotDiff(f.baseline, after)
 		f.w.restore(f.t, f.baseline)
 	}
+	if b, _ := os.ReadFile(f.w.config); string(b) != f.w.configText {
+		o.changed = append(o.changed, "changed quiver's "+f.w.config)
+		if err := os.WriteFile(f.w.config, []byte(f.w.configText), 0o600); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if !hasPrefix(filepath.Join(f.w.state, "ledger.db"), sqliteHeader) {
+		o.changed = append(o.changed, "removed or overwrote quiver's ledger")
+	}
+	if _, err := os.Lstat(filepath.Join(f.w.A, "tools.yaml")); err == nil {
+		o.changed = append(o.changed, "created quiver's tools.yaml")
+		os.RemoveAll(filepath.Join(f.w.A, "tools.yaml"))
+	}
+	entries, _ := os.ReadDir(f.w.state)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "ledger.db") && !slices.Contains(f.stateFiles, e.Name()) {
+			o.changed = append(o.changed, "created "+e.Name()+" in quiver's state dir")
+			os.RemoveAll(filepath.Join(f.w.state, e.Name()))
+		}
+	}
 	f.w.ensureInside(f.t)
 	return o
 }
 
+// hasPrefix says whether the file at p begins with prefix.
+func hasPrefix(p, prefix string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(prefix))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == prefix
+}
+
 // leak finds the canary, in any form, or a name from outside A.
 func (f *fuzzRig) leak(s string) string {
-	for _, needle := range append([]string{f.w.canary, f.w.hidden, f.w.sized}, f.w.encoded...) {
+	for _, needle := range append([]string{f.w.canary, f.w.hidden, f.w.sized, f.w.marker, sqliteHeader, sqliteHeader64}, f.w.encoded...) {
 		if i := strings.Index(s, needle); i >= 0 {
 			what := "the canary's content"
 			switch needle {
@@ -496,6 +558,10 @@ func (f *fuzzRig) leak(s string) string {
 				what = "a file name outside A"
 			case f.w.sized:
 				what = "a canary's size"
+			case f.w.marker:
+				what = "quiver's servers.yaml"
+			case sqliteHeader, sqliteHeader64:
+				what = "quiver's ledger"
 			case f.w.canary:
 			default:
 				what = "the canary, base64"
@@ -700,7 +766,9 @@ func (g *fuzzGen) path(write bool) string {
 	case r < 0.3: // through A's link to B: inside by name, outside by target
 		link := aName + "/" + filepath.Base(w.link)
 		rel = g.pick(link+"/canary.txt", link, link+"/sub/deep.txt", link+"/new-"+strconv.Itoa(g.n)+".txt")
-	case write && r < 0.65:
+	case r < 0.38: // quiver's own files, inside A but protected
+		rel = g.pick(aName+"/servers.yaml", aName+"/tools.yaml", aName+"/state/ledger.db", aName+"/state", aName+"/state/ledger.db-wal", aName+"/state/new.db")
+	case write && r < 0.7:
 		rel = g.pick(bName+"/new-"+strconv.Itoa(g.n)+".txt", "new-"+strconv.Itoa(g.n)+".txt", bName+"/sub/new-"+strconv.Itoa(g.n),
 			bName+"/canary.txt", "top.txt")
 	default:

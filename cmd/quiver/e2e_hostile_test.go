@@ -142,6 +142,7 @@ type launch struct {
 	dir    string        // quiver's working directory ("" = the test's)
 	answer *cardAnswerer // how the person answers cards (nil: the host cannot show them)
 	stderr io.Writer     // also receives quiver's log (at info)
+	home   string        // where servers.yaml and the state dir go ("": a new temp folder)
 	quiet  bool          // log at warn: a fuzz test's thousands of refusals are noise
 }
 
@@ -149,7 +150,10 @@ type launch struct {
 // returns the host, its recorder and quiver's state dir.
 func (l launch) start(t *testing.T) (*host, *recorder, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := l.home
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	path := filepath.Join(dir, "servers.yaml")
 	if err := os.WriteFile(path, []byte(l.cfg), 0o600); err != nil {
 		t.Fatal(err)
