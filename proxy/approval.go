@@ -100,10 +100,12 @@ func card(tool string, d gate.Decision) string {
 		default:
 			where += " (inside)"
 		}
+		// The argument's name is the model's too: quoted like its value,
+		// so a key with a newline cannot add lines to the card.
 		if rp.Raw == rp.Path || rp.Unresolved != "" {
-			fmt.Fprintf(&b, "\n- %s %q: %s", rp.Arg, rp.Raw, where)
+			fmt.Fprintf(&b, "\n- %q %q: %s", rp.Arg, rp.Raw, where)
 		} else {
-			fmt.Fprintf(&b, "\n- %s %q resolves to %s", rp.Arg, rp.Raw, where)
+			fmt.Fprintf(&b, "\n- %q %q resolves to %s", rp.Arg, rp.Raw, where)
 		}
 	}
 	for _, n := range d.Needs {
@@ -154,7 +156,7 @@ func argPreview(args json.RawMessage, skip map[string]bool) []string {
 			more = fmt.Sprintf(" … (%d bytes in all)", len(str))
 			str = str[:cut]
 		}
-		out = append(out, fmt.Sprintf("- %s: %q%s", k, str, more))
+		out = append(out, fmt.Sprintf("- %q: %q%s", k, str, more))
 	}
 	return out
 }
