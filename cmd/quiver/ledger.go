@@ -6,13 +6,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
+	quiver "github.com/quiver-mcp/quiver"
 	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/registry"
 )
 
 // openLedger opens the ledger in the state dir, the same file a running
@@ -25,8 +30,99 @@ func openLedger(ctx context.Context, e *env, c *common) (*gate.Ledger, error) {
 	return gate.OpenLedger(ctx, filepath.Join(dir, "ledger.db"))
 }
 
+// stateFlags are the flags of the ledger commands: the state dir, and the
+// config whose secrets they hide from what they print.
 func stateFlags(fs *flag.FlagSet, c *common) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "quiver's state dir (default: $XDG_STATE_HOME/quiver)")
+	fs.StringVar(&c.config, "config", "", "servers.yaml whose secrets to hide (default: ./servers.yaml, else $XDG_CONFIG_HOME/quiver/servers.yaml, else built in)")
+}
+
+// redactor hides secrets in what a ledger command prints. The ledger
+// holds what models wrote (paths, content, justifications) as they wrote
+// it, and a model that read a token can put it there; so everything shown
+// goes through registry.Redact with the credential shapes, the secrets of
+// quiver's config (found as "quiver serve" finds it) and QUIVER_AUTH_TOKEN.
+// A config that does not load costs its secrets, not the command: the
+// shapes still apply, and stderr says so.
+func redactor(e *env, c *common) func(string) string {
+	var secrets []registry.Secret
+	path := c.serversPath(e)
+	var cfg *registry.Config
+	var err error
+	if path == "" {
+		cfg, err = registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
+	} else {
+		cfg, err = registry.LoadConfig(path)
+	}
+	if tok := strings.TrimSpace(e.getenv("QUIVER_AUTH_TOKEN")); tok != "" {
+		secrets = append(secrets, registry.Secret{Var: "QUIVER_AUTH_TOKEN", Value: tok})
+	}
+	if err != nil {
+		msg := registry.Redact(err.Error(), secrets)
+		fmt.Fprintf(e.stderr, "quiver: the config's secrets are unknown, only well-known credential shapes are hidden: %s\n", msg)
+	} else {
+		secrets = append(secrets, cfg.Secrets...)
+	}
+	return func(s string) string { return registry.Redact(s, secrets) }
+}
+
+// redactApproval hides secrets in every field of a that holds text.
+func redactApproval(a *gate.Approval, r func(string) string) {
+	a.Session, a.Tool, a.Capability, a.Path = r(a.Session), r(a.Tool), r(a.Capability), r(a.Path)
+	a.Justification, a.Reason = r(a.Justification), r(a.Reason)
+	needs := make([]gate.Need, len(a.Needs))
+	for i, n := range a.Needs {
+		needs[i] = gate.Need{Capability: r(n.Capability), Path: r(n.Path), Unresolved: r(n.Unresolved)}
+	}
+	a.Needs = needs
+}
+
+func redactGrant(g *gate.Grant, r func(string) string) {
+	g.Capability, g.Tool, g.Path, g.Session = r(g.Capability), r(g.Tool), r(g.Path), r(g.Session)
+}
+
+func redactCall(ce *gate.CallEntry, r func(string) string) {
+	ce.Session, ce.Tool, ce.Code, ce.Reason = r(ce.Session), r(ce.Tool), r(ce.Code), r(ce.Reason)
+	ce.Approval, ce.Detail = r(ce.Approval), r(ce.Detail)
+}
+
+// writeRequest prints approval a as a person must read it before
+// answering: what it needs, with every path, and the whole card quiver
+// showed (or would have shown) in the host, each line indented. Nothing
+// is cut or picked: a column holding "the first path" named a decoy
+// argument while the real write went elsewhere.
+func writeRequest(w io.Writer, a gate.Approval) {
+	fmt.Fprintf(w, "request %d  session %s  tool %s  created %s\n", a.ID, printable(a.Session), printable(a.Tool),
+		a.Created.Local().Format("2006-01-02 15:04:05"))
+	for _, n := range a.Needs {
+		switch {
+		case n.Unresolved != "":
+			fmt.Fprintf(w, "  Need: %s %q (not placed; counts as outside the allowed folders)\n", printable(n.Capability), n.Unresolved)
+		case n.Path != "":
+			fmt.Fprintf(w, "  Need: %s %q\n", printable(n.Capability), n.Path)
+		default:
+			fmt.Fprintf(w, "  Need: %s\n", printable(n.Capability))
+		}
+	}
+	if len(a.Needs) == 0 && a.Capability != "" {
+		fmt.Fprintf(w, "  Need: %s\n", printable(a.Capability))
+	}
+	if a.Reason != "" {
+		fmt.Fprintln(w, "  Card:")
+		for _, line := range strings.Split(strings.TrimRight(a.Reason, "\n"), "\n") {
+			fmt.Fprintf(w, "    %s\n", printable(line))
+		}
+	}
+}
+
+// printable is s, or s quoted if it holds a control character: a
+// terminal escape or a carriage return in a model's text could otherwise
+// paint over the lines around it.
+func printable(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func approveCmd() *command {
@@ -119,6 +215,7 @@ func resolveApproval(ctx context.Context, e *env, c *common, id int64, r gate.Re
 		return err
 	}
 	defer l.Close()
+	red := redactor(e, c)
 	a, err := l.ResolveApproval(ctx, id, r)
 	switch {
 	case errors.Is(err, gate.ErrNotFound):
@@ -128,18 +225,19 @@ func resolveApproval(ctx context.Context, e *env, c *common, id int64, r gate.Re
 	case err != nil:
 		return err
 	}
-	what := a.Capability
-	if a.Path != "" {
-		what += " " + a.Path
-	}
-	if a.Tool != "" {
-		what = a.Tool + ": " + what
-	}
+	redactApproval(&a, red)
 	if r.Approve {
-		fmt.Fprintf(e.stdout, "approved %d (%s) %s; the model may call again\n", id, r.Lifetime, what)
+		// The ledger may narrow the lifetime (a path it could not place
+		// is approved once): say what was granted, not what was asked.
+		lifetime := r.Lifetime
+		if a.Lifetime != "" {
+			lifetime = a.Lifetime
+		}
+		fmt.Fprintf(e.stdout, "approved %d (%s); the model may call again. You approved:\n", id, lifetime)
 	} else {
-		fmt.Fprintf(e.stdout, "denied %d %s\n", id, what)
+		fmt.Fprintf(e.stdout, "denied %d. You refused:\n", id)
 	}
+	writeRequest(e.stdout, a)
 	return nil
 }
 
@@ -193,27 +291,42 @@ used and revoked grants; --revoke ID ends a grant at once.`,
 					return err
 				}
 			}
+			red := redactor(e, &c)
+			for i := range pending {
+				redactApproval(&pending[i], red)
+			}
+			for i := range grants {
+				redactGrant(&grants[i], red)
+			}
 			if asJSON {
 				b, _ := json.MarshalIndent(map[string]any{"pending": pending, "grants": grants}, "", "  ")
 				fmt.Fprintln(e.stdout, string(b))
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PENDING\tSESSION\tTOOL\tCAPABILITY\tPATH\tREASON")
+			if len(pending) == 0 {
+				fmt.Fprintln(e.stdout, "No pending requests.")
+			} else {
+				fmt.Fprintln(e.stdout, "Pending requests (answer with quiver approve N or quiver deny N):")
+			}
 			for _, a := range pending {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Session, a.Tool, a.Capability, a.Path, oneLine(a.Reason, 80))
+				fmt.Fprintln(e.stdout)
+				writeRequest(e.stdout, a)
 			}
 			if !pendingOnly {
-				fmt.Fprintln(tw, "\nGRANT\tSCOPE\tCAPABILITY\tTOOL\tPATH\tLIFETIME\tSESSION\tEXPIRES")
+				fmt.Fprintln(e.stdout)
+				tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GRANT\tSCOPE\tCAPABILITY\tTOOL\tPATH\tLIFETIME\tSESSION\tEXPIRES")
 				for _, g := range grants {
 					exp := "-"
 					if !g.Expires.IsZero() {
 						exp = g.Expires.Format(time.RFC3339)
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Scope, g.Capability, g.Tool, g.Path, g.Lifetime, g.Session, exp)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Scope, oneLine(g.Capability, 200), oneLine(g.Tool, 200),
+						quotedPath(g.Path), g.Lifetime, oneLine(g.Session, 200), exp)
 				}
+				return tw.Flush()
 			}
-			return tw.Flush()
+			return nil
 		},
 	}
 }
@@ -254,6 +367,10 @@ never retries those). Arguments are recorded only as a digest.`,
 			if err != nil {
 				return err
 			}
+			red := redactor(e, &c)
+			for i := range calls {
+				redactCall(&calls[i], red)
+			}
 			if asJSON {
 				for _, ce := range calls {
 					b, _ := json.Marshal(ce)
@@ -265,11 +382,20 @@ never retries those). Arguments are recorded only as a digest.`,
 			fmt.Fprintln(tw, "ID\tTIME\tSESSION\tTOOL\tCODE\tAPPROVAL\tOUTCOME\tREASON")
 			for _, ce := range calls {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ce.ID, ce.Time.Local().Format("2006-01-02 15:04:05"),
-					ce.Session, ce.Tool, ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(ce.Reason, 80))
+					oneLine(ce.Session, 200), oneLine(ce.Tool, 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(ce.Reason, 80))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// quotedPath is a grant's path quoted, so that a space or tab in it cannot
+// shift the columns; "-" for a grant on a tool.
+func quotedPath(p string) string {
+	if p == "" {
+		return "-"
+	}
+	return strconv.Quote(p)
 }
 
 func dash(s string) string {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/quiver-mcp/quiver/gate"
+)
+
+// ghpToken has the shape of a GitHub token: ghp_ and 36 alphanumerics.
+const ghpToken = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// decoyCard is the card quiver writes for the red team's call: a write
+// whose first path argument (backup_path, which the server ignores) is a
+// harmless file inside the fence, while the real write goes outside.
+var decoyCard = strings.Join([]string{
+	`quiver: allow fs__write_file (a write tool)?`,
+	`fs__write_file writes outside the allowed folders: "/tmp/rt/outside/x9.txt".`,
+	`Paths:`,
+	`- "backup_path" "/home/user/projects/docs/README.backup.md": "/home/user/projects/docs/README.backup.md" (inside)`,
+	`- "path" "/tmp/rt/outside/x9.txt": "/tmp/rt/outside/x9.txt" (outside the allowed folders)`,
+	`- content: "x ` + ghpToken + ` and a long tail that a one-line column would have cut well before its end"`,
+	`Arguments digest: 0123456789ab`,
+}, "\n")
+
+// ledgerCLI is a state dir holding one pending request like the red
+// team's, and an env to run the ledger commands in process.
+type ledgerCLI struct {
+	t     *testing.T
+	state string
+	vars  map[string]string
+}
+
+func newLedgerCLI(t *testing.T) *ledgerCLI {
+	t.Helper()
+	dir := t.TempDir()
+	lc := &ledgerCLI{t: t, state: filepath.Join(dir, "state"),
+		vars: map[string]string{"XDG_CONFIG_HOME": filepath.Join(dir, "config")}}
+	os.MkdirAll(lc.state, 0o700)
+	return lc
+}
+
+func (lc *ledgerCLI) ledger() *gate.Ledger {
+	lc.t.Helper()
+	l, err := gate.OpenLedger(context.Background(), filepath.Join(lc.state, "ledger.db"))
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	return l
+}
+
+// fileDecoy files the red team's request and returns its number.
+func (lc *ledgerCLI) fileDecoy() int64 {
+	lc.t.Helper()
+	l := lc.ledger()
+	defer l.Close()
+	id, err := l.CreateApproval(context.Background(), gate.Approval{
+		Session: "s1", Tool: "fs__write_file", Capability: "mutate_outside_fence",
+		Path:   "/home/user/projects/docs/README.backup.md", // the first path asked about
+		Needs:  []gate.Need{{Capability: "mutate_outside_fence", Path: "/tmp/rt/outside/" + ghpToken + "/x9.txt"}},
+		Digest: "0123456789abcdef", Reason: decoyCard,
+	})
+	if err != nil {
+		lc.t.Fatal(err)
+	}
+	return id
+}
+
+// run runs quiver in process and returns stdout; it fails the test on a
+// non-zero exit.
+func (lc *ledgerCLI) run(args ...string) string {
+	lc.t.Helper()
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string { return lc.vars[k] }}
+	if code := run(context.Background(), e, append(args, "--state-dir", lc.state)); code != exitOK {
+		lc.t.Fatalf("quiver %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+// wantCard fails unless out shows every line of the card, indented and
+// whole, and the real path the write needs.
+func wantCard(t *testing.T, what, out string) {
+	t.Helper()
+	redacted := strings.ReplaceAll(decoyCard, ghpToken, "[redacted:github-token]")
+	for _, line := range strings.Split(redacted, "\n") {
+		if !strings.Contains(out, "    "+line+"\n") {
+			t.Errorf("%s must show the card's line %q whole and indented:\n%s", what, line, out)
+		}
+	}
+	if !strings.Contains(out, `Need: mutate_outside_fence "/tmp/rt/outside/[redacted:github-token]/x9.txt"`) {
+		t.Errorf("%s must name the path the write needs, not only the first one asked about:\n%s", what, out)
+	}
+	if strings.Contains(out, ghpToken) {
+		t.Errorf("%s shows a GitHub token in clear:\n%s", what, out)
+	}
+}
+
+func TestGrantsPendingShowsTheWholeCard(t *testing.T) {
+	lc := newLedgerCLI(t)
+	id := lc.fileDecoy()
+	out := lc.run("grants", "--pending")
+	if !regexp.MustCompile(`(?m)^request 1  session s1  tool fs__write_file  created \d{4}-\d\d-\d\d `).MatchString(out) || id != 1 {
+		t.Errorf("grants --pending must head each request with its number, session, tool and time:\n%s", out)
+	}
+	wantCard(t, "grants --pending", out)
+	// Without --pending, the same block comes before the grants.
+	wantCard(t, "grants", lc.run("grants"))
+}
+
+func TestGrantsPendingJSONIsRedacted(t *testing.T) {
+	lc := newLedgerCLI(t)
+	lc.fileDecoy()
+	out := lc.run("grants", "--pending", "--json")
+	if strings.Contains(out, ghpToken) {
+		t.Fatalf("grants --json shows a GitHub token in clear:\n%s", out)
+	}
+	var got struct {
+		Pending []gate.Approval `json:"pending"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Pending) != 1 {
+		t.Fatalf("grants --json: %v\n%s", err, out)
+	}
+	a := got.Pending[0]
+	if a.Tool != "fs__write_file" || a.Needs[0].Path != "/tmp/rt/outside/[redacted:github-token]/x9.txt" ||
+		!strings.Contains(a.Reason, `"path" "/tmp/rt/outside/x9.txt"`) {
+		t.Fatalf("grants --json must keep the fields, redacted: %+v", a)
+	}
+}
+
+func TestApprovePrintsWhatWasApproved(t *testing.T) {
+	lc := newLedgerCLI(t)
+	lc.fileDecoy()
+	out := lc.run("approve", "1")
+	if !strings.HasPrefix(out, "approved 1 (once); the model may call again. You approved:\n") {
+		t.Errorf("approve must say what it did:\n%s", out)
+	}
+	wantCard(t, "approve", out)
+}
+
+func TestDenyPrintsWhatWasRefused(t *testing.T) {
+	lc := newLedgerCLI(t)
+	lc.fileDecoy()
+	out := lc.run("deny", "1")
+	if !strings.HasPrefix(out, "denied 1. You refused:\n") {
+		t.Errorf("deny must say what it did:\n%s", out)
+	}
+	wantCard(t, "deny", out)
+}
+
+// TestGrantsRedactConfigSecrets: a value servers.yaml takes from the
+// environment (${VAR}) is hidden in what the ledger commands print,
+// found through --config as the other commands find it.
+func TestGrantsRedactConfigSecrets(t *testing.T) {
+	const secret = "hunter2-correct-horse-battery"
+	t.Setenv("QUIVER_LEDGER_TEST_SECRET", secret)
+	lc := newLedgerCLI(t)
+	cfg := filepath.Join(t.TempDir(), "servers.yaml")
+	os.WriteFile(cfg, []byte("servers:\n  example:\n    command: quiver\n    args: [example-server]\n    env:\n      API_KEY: ${QUIVER_LEDGER_TEST_SECRET}\n"), 0o600)
+	l := lc.ledger()
+	ctx := context.Background()
+	if _, err := l.CreateApproval(ctx, gate.Approval{Session: "s1", Tool: "fs__write_file",
+		Needs: []gate.Need{{Capability: "mutate_outside_fence", Path: "/tmp/" + secret}}, Reason: "card: " + secret}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AddGrant(ctx, gate.Grant{Scope: gate.ScopePath, Capability: "mutate_outside_fence", Path: "/tmp/" + secret,
+		Lifetime: gate.Persistent}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	for _, args := range [][]string{{"grants"}, {"grants", "--json"}, {"grants", "--pending"}} {
+		out := lc.run(append(args, "--config", cfg)...)
+		if strings.Contains(out, secret) || !strings.Contains(out, "[redacted:QUIVER_LEDGER_TEST_SECRET]") {
+			t.Errorf("quiver %s must redact the config's secret:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	// The same with the config found as quiver serve finds it.
+	os.MkdirAll(filepath.Join(lc.vars["XDG_CONFIG_HOME"], "quiver"), 0o700)
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(filepath.Join(lc.vars["XDG_CONFIG_HOME"], "quiver", "servers.yaml"), b, 0o600)
+	if out := lc.run("grants"); strings.Contains(out, secret) {
+		t.Errorf("quiver grants must find the config by itself and redact its secret:\n%s", out)
+	}
+}
+
+func TestAuditIsRedacted(t *testing.T) {
+	lc := newLedgerCLI(t)
+	l := lc.ledger()
+	if _, err := l.RecordDecision(context.Background(), "s1", "fs__read_file", json.RawMessage(`{}`),
+		gate.Decision{Verdict: gate.Deny, Code: "deny.outside_fence", Reason: "fs__read_file reads /home/u/" + ghpToken + "/notes, outside the allowed folders"}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	for _, args := range [][]string{{"audit"}, {"audit", "--json"}} {
+		out := lc.run(args...)
+		if strings.Contains(out, ghpToken) || !strings.Contains(out, "[redacted:github-token]") {
+			t.Errorf("quiver %s must redact the token:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// TestApproveFromATerminalShowsTheCard: with a real quiver, the request
+// that "quiver grants --pending" lists and "quiver approve" answers shows
+// the card the host would have shown.
+func TestApproveFromATerminalShowsTheCard(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	h := startQuiver(t, notesConfig, hostOptions{args: []string{"--state-dir", state}})
+	h.waitTools("example__notes_delete")
+	res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "old")})
+	wantRefusal(t, res, "deny.approval_unavailable")
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	if n == nil {
+		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
+	}
+	for _, args := range [][]string{{"grants", "--pending"}, {"approve", n[1]}} {
+		out, err := exec.Command(quiverBin, append(args, "--state-dir", state)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "\n    quiver: allow example__notes_delete") {
+			t.Errorf("quiver %s must show the approval card: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
