@@ -176,7 +176,10 @@ policy:
 			continue
 		}
 		total++
-		small, so := f.shrink(c, o)
+		small, so := c, o
+		if !f.ledgerGone {
+			small, so = f.shrink(c, o)
+		}
 		sig := small.Tool + " " + newName.ReplaceAllString(w.placeholders(small.json()), "new-N")
 		if _, seen := escapes[sig]; !seen {
 			escapes[sig] = fuzzFinding{first: c, minimal: small, out: so}
@@ -185,6 +188,10 @@ policy:
 		e := escapes[sig]
 		e.n++
 		escapes[sig] = e
+		if f.ledgerGone {
+			t.Logf("quiver's ledger is gone; fuzzing stops here")
+			break
+		}
 	}
 	ran := 0
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
@@ -479,6 +486,7 @@ type fuzzRig struct {
 	baseline map[string]fsEntry
 	// stateFiles are what quiver keeps in its state dir besides the ledger.
 	stateFiles []string
+	ledgerGone bool // a call removed or overwrote quiver's ledger
 }
 
 // run sends one case through quiver in a turn of its own (so that
@@ -519,7 +527,10 @@ func (f *fuzzRig) run(c fuzzCase) fuzzOutcome {
 		}
 	}
 	if !hasPrefix(filepath.Join(f.w.state, "ledger.db"), sqliteHeader) {
+		// It cannot be put back under a running quiver: report this call,
+		// then stop (every later call would seem to escape).
 		o.changed = append(o.changed, "removed or overwrote quiver's ledger")
+		f.ledgerGone = true
 	}
 	if _, err := os.Lstat(filepath.Join(f.w.A, "tools.yaml")); err == nil {
 		o.changed = append(o.changed, "created quiver's tools.yaml")
