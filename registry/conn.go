@@ -209,15 +209,19 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 		return nil, nil, nil, fmt.Errorf("start: %w", err)
 	}
 	if child != nil && child.Process != nil {
-		// The child leads its own process group; once stop has closed the
-		// client (and so reaped the child), kill what it left behind.
-		// child.Process is read here, after cl.Start returned on this
-		// goroutine, never by the sweeper while cmd.Start may write it.
-		pgid := child.Process.Pid
-		go func() {
-			<-life.Done()
-			_ = killGroup(pgid)
-		}()
+		// The child and what it starts are one tree (a process group, a
+		// Job Object on Windows); once stop has closed the client (and so
+		// reaped the child), kill what it left behind. child.Process is
+		// read here, after cl.Start returned on this goroutine, never by
+		// the sweeper while cmd.Start may write it.
+		if t, terr := superviseTree(child.Process); terr != nil {
+			c.reg.log.Warn("what the server starts may outlive it", "server", c.srv.Name, "err", terr)
+		} else {
+			go func() {
+				<-life.Done()
+				_ = t.kill()
+			}()
+		}
 	}
 	c.relist.Store(false)
 	cl.OnNotification(func(n mcp.JSONRPCNotification) {
