@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -60,7 +59,7 @@ func runningStatus(stateDir, servers string) (*reloadStatusFile, bool) {
 	if json.Unmarshal(b, &st) != nil || st.PID <= 0 {
 		return nil, false
 	}
-	if err := syscall.Kill(st.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !processAlive(st.PID) {
 		return nil, false // that quiver is gone
 	}
 	return &st, true
