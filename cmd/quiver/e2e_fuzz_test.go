@@ -455,7 +455,7 @@ func (o fuzzOutcome) escape() string {
 		parts = append(parts, o.leaked)
 	}
 	if len(o.changed) > 0 {
-		parts = append(parts, "outside A: "+strings.Join(o.changed, ", "))
+		parts = append(parts, "on disk: "+strings.Join(o.changed, ", "))
 	}
 	return strings.Join(parts, "; ")
 }
