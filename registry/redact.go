@@ -1,10 +1,15 @@
 package registry
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"unicode/utf16"
 )
 
 // credentialShapes are well-known forms of secrets that quiver hides even
@@ -50,36 +55,228 @@ func LooksSecret(name, value string) bool {
 	return false
 }
 
-// secretForms are the ways a secret shows in text: as written, and as a
-// URL carries it (errors quote URLs, and keys have +, / and = in them).
+// minBase64Core is the shortest base64 text quiver takes for a secret's
+// encoding: a shorter run (a 4- or 5-byte secret gives at most 6 fully
+// determined characters) would match ordinary words and blank them out.
+const minBase64Core = 8
+
+// secretForms are the ways a secret shows in text, every one of them a
+// text to redact (see formGroups).
 func secretForms(sec Secret) []string {
-	forms := []string{sec.Value}
-	for _, f := range []string{url.QueryEscape(sec.Value), url.PathEscape(sec.Value)} {
-		if !slices.Contains(forms, f) {
-			forms = append(forms, f)
-		}
+	var out []string
+	for _, g := range formGroups(sec) {
+		out = append(out, g.longer...)
+		out = append(out, g.text)
 	}
-	return forms
+	return out
 }
 
-// Redact replaces every known secret value in s with [redacted:VAR] and
-// every well-known credential shape with [redacted:KIND].
-func Redact(s string, secrets []Secret) string {
-	// Longest first: a secret that contains another must not be cut in
-	// two by the shorter one's replacement, leaving its tail in the clear.
-	if len(secrets) > 1 {
-		secrets = slices.Clone(secrets)
-		slices.SortStableFunc(secrets, func(a, b Secret) int { return len(b.Value) - len(a.Value) })
+// A formGroup is one text a secret shows as, under the secret's name, and
+// longer texts that contain it, looked for only where it is (the whole
+// base64 encoding, with its last partial character and its padding,
+// around the encoding's fully determined core).
+type formGroup struct {
+	text   string
+	longer []string
+	label  string
+}
+
+// formGroups lists the ways sec shows in text; none for a value under 4
+// bytes, which would blank out ordinary text everywhere.
+//
+// A secret reaches the model not only as written but in the encodings a
+// server applies itself, and each has been seen to leak:
+//
+//   - as a URL carries it (errors quote URLs, and keys have +, / and = in
+//     them);
+//   - as a quoted string: JSON as encoding/json writes it (<, > and &
+//     escaped or not), as Python's json.dumps writes it (all but ASCII
+//     escaped), and with only the backslash and the quote escaped (a
+//     server printing its environment as JSON text, or as a Python dict,
+//     or its stderr log quoting a value);
+//   - base64, standard and URL alphabets, at each of the three byte
+//     alignments the secret can sit at in the encoded data (an image or a
+//     "media" read of a file that holds the secret). For an alignment the
+//     form is the run of characters that the secret's bytes alone
+//     determine: the first and last characters, which mix in the
+//     neighbouring bytes, are left out and stay in the text, a few bits
+//     at most. A run under minBase64Core characters is left out: a secret
+//     of 7 bytes or more is found at every alignment, one of 6 only at
+//     the first.
+//
+// Credential shapes (ghp_..., AKIA...) are found by their look in text and
+// are not looked for inside base64: only known values are. Base64 broken
+// into lines (PEM, MIME) is not matched across a line break.
+func formGroups(sec Secret) []formGroup {
+	v := sec.Value
+	if len(v) < 4 {
+		return nil
 	}
-	for _, sec := range secrets {
-		if len(sec.Value) < 4 {
-			continue
+	var out []formGroup
+	at := map[string]int{}
+	add := func(text string, longer ...string) {
+		i, ok := at[text]
+		if !ok {
+			i = len(out)
+			at[text] = i
+			out = append(out, formGroup{text: text, label: sec.Var})
 		}
-		for _, form := range secretForms(sec) {
-			if strings.Contains(s, form) {
-				s = strings.ReplaceAll(s, form, "[redacted:"+sec.Var+"]")
+		for _, l := range longer {
+			if l != text && !slices.Contains(out[i].longer, l) {
+				out[i].longer = append(out[i].longer, l)
 			}
 		}
+	}
+	add(v)
+	add(url.QueryEscape(v))
+	add(url.PathEscape(v))
+	for _, q := range quotedForms(v) {
+		add(q)
+	}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for align := range 3 {
+			core := base64Core(enc, v, align)
+			if len(core) < minBase64Core {
+				continue
+			}
+			if align == 0 {
+				// The whole encoding, when the secret is all of the data.
+				whole := enc.EncodeToString([]byte(v))
+				add(core, whole, whole+strings.Repeat("=", (4-len(whole)%4)%4))
+			} else {
+				add(core)
+			}
+		}
+	}
+	// The longest first: a longer form must be replaced whole before a
+	// shorter one inside it cuts it, leaving part of it in the clear.
+	slices.SortStableFunc(out, func(a, b formGroup) int { return len(b.text) - len(a.text) })
+	for i := range out {
+		slices.SortStableFunc(out[i].longer, func(a, b string) int { return len(b) - len(a) })
+	}
+	return out
+}
+
+// quotedForms are v as quoted strings write it (without the quotes), for a
+// v that has something to escape: see formGroups.
+func quotedForms(v string) []string {
+	plain := true
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || strings.IndexByte(`"\'<>&`, c) >= 0 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return nil
+	}
+	var out []string
+	html, _ := json.Marshal(v)
+	out = append(out, string(html[1:len(html)-1]))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	noHTML := strings.TrimSuffix(b.String(), "\n")
+	out = append(out, noHTML[1:len(noHTML)-1])
+	out = append(out, asciiJSON(v))
+	out = append(out, strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v))
+	out = append(out, strings.ReplaceAll(v, `\`, `\\`))
+	out = append(out, strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v))
+	return out
+}
+
+// asciiJSON is v as a JSON string body with every character outside
+// printable ASCII escaped, as Python's json.dumps writes it by default
+// (ensure_ascii) and as JSON.stringify writes control characters.
+func asciiJSON(v string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	u := func(r rune) {
+		b.WriteString(`\u`)
+		for shift := 12; shift >= 0; shift -= 4 {
+			b.WriteByte(hex[r>>shift&0xf])
+		}
+	}
+	for _, r := range v {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20 || r >= 0x7f && r < 0x10000:
+			u(r)
+		case r >= 0x10000:
+			r1, r2 := utf16.EncodeRune(r)
+			u(r1)
+			u(r2)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// base64Core is the part of enc's encoding of v, placed align bytes into
+// the encoded data (0, 1 or 2), that v's bytes alone determine: the
+// characters whose six bits all come from v.
+func base64Core(enc *base64.Encoding, v string, align int) string {
+	data := make([]byte, align+len(v))
+	copy(data[align:], v)
+	encoded := enc.EncodeToString(data)
+	first := (8*align + 5) / 6       // the first character that starts in v
+	last := 8 * (align + len(v)) / 6 // past the last that ends in v
+	if last <= first {
+		return ""
+	}
+	return encoded[first:last]
+}
+
+// A Redactor hides a fixed set of known secrets, and every well-known
+// credential shape, from text. Build one per configuration where text is
+// redacted often (each message to the host): it works out each secret's
+// forms once, so that redacting a text with no secret in it costs a few
+// substring scans per secret. A Redactor is safe for concurrent use.
+type Redactor struct {
+	forms []formGroup // the longest first
+}
+
+// NewRedactor returns a Redactor for secrets. The caller's slice is
+// neither kept nor changed.
+func NewRedactor(secrets []Secret) *Redactor {
+	r := &Redactor{}
+	for _, sec := range secrets {
+		r.forms = append(r.forms, formGroups(sec)...)
+	}
+	// Longest first across secrets too: a secret that contains another
+	// must not be cut in two by the shorter one's replacement, leaving its
+	// tail in the clear.
+	slices.SortStableFunc(r.forms, func(a, b formGroup) int { return len(b.text) - len(a.text) })
+	return r
+}
+
+// Redact replaces every form of every known secret in s (see formGroups)
+// with [redacted:VAR] and every well-known credential shape with
+// [redacted:KIND].
+func (r *Redactor) Redact(s string) string {
+	for _, f := range r.forms {
+		if !strings.Contains(s, f.text) {
+			continue
+		}
+		mark := "[redacted:" + f.label + "]"
+		for _, l := range f.longer {
+			s = strings.ReplaceAll(s, l, mark)
+		}
+		s = strings.ReplaceAll(s, f.text, mark)
 	}
 	for _, c := range credentialShapes {
 		if !slices.ContainsFunc(c.literals, func(l string) bool { return strings.Contains(s, l) }) {
@@ -88,6 +285,38 @@ func Redact(s string, secrets []Secret) string {
 		s = c.re.ReplaceAllString(s, "[redacted:"+c.name+"]")
 	}
 	return s
+}
+
+// Redact replaces every known secret in s with [redacted:VAR] and every
+// well-known credential shape with [redacted:KIND], as
+// NewRedactor(secrets).Redact(s) does. Callers redact many texts with the
+// same Config.Secrets (every message, every log record); the Redactor
+// built last is kept for the next call with the same secrets (see
+// lastRedactor), so that only a new set of secrets costs working out
+// their forms. Where the secrets are known up front, hold a Redactor.
+func Redact(s string, secrets []Secret) string {
+	return redactorFor(secrets).Redact(s)
+}
+
+// lastRedactor is the Redactor Redact built last, with the secrets it was
+// built from. It is the package's one piece of mutable state, a cache: a
+// wrong entry costs a rebuild, never a miss, because an entry is used
+// only for secrets equal to those it was built from (compared by value,
+// which for the same Config.Secrets is a pointer compare per string).
+var lastRedactor atomic.Pointer[cachedRedactor]
+
+type cachedRedactor struct {
+	secrets []Secret // a copy: the caller may change its slice
+	r       *Redactor
+}
+
+func redactorFor(secrets []Secret) *Redactor {
+	if c := lastRedactor.Load(); c != nil && slices.Equal(c.secrets, secrets) {
+		return c.r
+	}
+	c := &cachedRedactor{secrets: slices.Clone(secrets), r: NewRedactor(secrets)}
+	lastRedactor.Store(c)
+	return c.r
 }
 
 // literalSecret is the secret in value, an env or header value written
