@@ -1,7 +1,10 @@
 package registry
 
 import (
+	"net/url"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +31,16 @@ import (
 //     lower-case forms), SSL_CERT_FILE, SSL_CERT_DIR;
 //   - launchers: npm_config_*, NPM_CONFIG_*, NODE_*, NVM_*, UV_*;
 //   - the Go runtime's own knobs: GODEBUG, GOTRACEBACK, GORACE, GOCOVERDIR.
+//
+// A variable of the set whose name is a secret's (see secretName:
+// NODE_AUTH_TOKEN, UV_PUBLISH_TOKEN, UV_INDEX_PRIVATE_PASSWORD,
+// NPM_CONFIG__AUTHTOKEN) is not passed: the launchers' prefixes hold their
+// credentials too, and the set is for finding things, not for logging in.
+// An entry that needs one names it in env_passthrough; so does one that
+// needs a setting under such a name (NODE_TLS_REJECT_UNAUTHORIZED,
+// UV_KEYRING_PROVIDER). What the set does pass can still hold a secret in
+// its value (HTTPS_PROXY=http://user:pass@proxy, a registry url with a
+// password): envSecrets makes those secrets of the configuration.
 var defaultEnv = []string{
 	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "LANG", "LANGUAGE", "LC_*",
 	"TMPDIR", "TMP", "TEMP", "XDG_*",
@@ -94,13 +107,81 @@ func (s Server) childEnviron(environ []string, extra ...string) []string {
 	return out
 }
 
-// passes reports whether quiver's variable name reaches the child.
+// passes reports whether quiver's variable name reaches the child: one
+// env_passthrough names, or one of the default set whose name is not a
+// secret's.
 func (s Server) passes(name string) bool {
-	for _, list := range [][]string{defaultEnv, s.EnvPassthrough} {
-		for _, p := range list {
-			if envNameMatches(p, name) {
-				return true
+	match := func(p string) bool { return envNameMatches(p, name) }
+	if slices.ContainsFunc(s.EnvPassthrough, match) {
+		return true
+	}
+	return slices.ContainsFunc(defaultEnv, match) && !secretName.MatchString(name)
+}
+
+// envSecrets returns the secrets that the stdio children of servers
+// receive from environ (quiver's own environment, as childEnviron gets
+// it), so that they are redacted wherever they come back: a child that
+// prints its environment, an error quoting a proxy url. A value is a
+// secret by its shape (a url with a password, whose password is one too;
+// a credential) or by its name (a variable env_passthrough passes, like
+// AWS_SECRET_ACCESS_KEY), unless under that name it is a setting: see
+// envNamedSecret. A variable the entry's env sets is the entry's, not
+// quiver's, and ParseConfig has its secrets already. Each (name, value)
+// is returned once, and none already in have.
+func envSecrets(servers []Server, environ []string, have []Secret) []Secret {
+	var out []Secret
+	add := func(sec Secret) {
+		if len(sec.Value) >= 4 && !slices.Contains(have, sec) && !slices.Contains(out, sec) {
+			out = append(out, sec)
+		}
+	}
+	for _, s := range servers {
+		if s.Transport != TransportStdio {
+			continue
+		}
+		for _, kv := range environ {
+			name, value, ok := strings.Cut(kv, "=")
+			if !ok || name == "" || value == "" || !s.passes(name) || s.setsEnv(name) {
+				continue
 			}
+			switch {
+			case LooksSecret("", value):
+				add(Secret{Var: name, Value: value})
+				if m := urlPasswordPart.FindStringSubmatch(value); m != nil {
+					add(Secret{Var: name, Value: m[1]})
+					if pw, err := url.PathUnescape(m[1]); err == nil {
+						add(Secret{Var: name, Value: pw})
+					}
+				}
+			case secretName.MatchString(name) && envNamedSecret(value):
+				add(Secret{Var: name, Value: value})
+			}
+		}
+	}
+	return out
+}
+
+// urlPasswordPart is the password of a url with one in it (urlPassword).
+var urlPasswordPart = regexp.MustCompile(`://[^/\s:@]+:([^/\s@]+)@`)
+
+// envNamedSecret reports whether value, under a secret's name in quiver's
+// environment, is the secret and not a setting: "true", "0", "none" or a
+// path (NODE_TLS_REJECT_UNAUTHORIZED=0, a *_FILE) would, taken for a
+// secret, be blanked out of every result that quotes them.
+func envNamedSecret(value string) bool {
+	switch strings.ToLower(value) {
+	case "true", "false", "none", "null", "never", "always", "auto", "disabled", "enabled":
+		return false
+	}
+	return flagSecret(value)
+}
+
+// setsEnv reports whether the entry's env sets the variable name, which
+// then wins over quiver's.
+func (s Server) setsEnv(name string) bool {
+	for k := range s.Env {
+		if k == name || runtime.GOOS == "windows" && strings.EqualFold(k, name) {
+			return true
 		}
 	}
 	return false
