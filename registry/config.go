@@ -54,7 +54,9 @@ type Config struct {
 	// or into a url anywhere but its whole host or port; a ${VAR} in args
 	// that looks secret by name or shape; the value after a secret-named
 	// flag (--password X, --api-key=X); and a value written literally in
-	// env or headers whose name or shape is a secret's.
+	// env or headers whose name or shape is a secret's; and a value a
+	// stdio child receives from quiver's environment (the default set,
+	// env_passthrough) that looks secret by name or shape (envSecrets).
 	Secrets []Secret
 	// Hash is the SHA-256 of the file as read (hex); a reload skips a
 	// rewrite that changed nothing.
@@ -376,7 +378,9 @@ func ParseConfig(path string, b []byte, lookup func(string) (string, bool)) (*Co
 	if len(p.errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(p.errs...))
 	}
-	cfg.Secrets = p.secrets
+	// What children receive from quiver's own environment is known here
+	// too, from the environment they are started with (see envSecrets).
+	cfg.Secrets = append(p.secrets, envSecrets(cfg.Servers, os.Environ(), p.secrets)...)
 	return cfg, nil
 }
 
