@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +78,9 @@ Flags:
                      least 16 characters; e.g. "openssl rand -hex 32 > FILE";
                      keep the file readable by you alone). The environment
                      variable QUIVER_AUTH_TOKEN is used when this flag is
-                     not given.
+                     not given. No tool may read this file, and the token
+                     shows as [redacted:QUIVER_AUTH_TOKEN] in every result,
+                     log line and error.
   --state-dir DIR    quiver's state (default: $XDG_STATE_HOME/quiver)
   --log-level LEVEL  debug, info, warn or error (default info)`,
 		run: runServe,
@@ -112,10 +115,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// Listen before anything starts, so that a refused address costs no
 	// downstream server a start.
 	var front *httpFront
+	var tokenSecret *registry.Secret
 	if addr != "" {
 		token, err := authToken(e, tokenFile, log)
 		if err != nil {
 			return err
+		}
+		if token != "" {
+			// The token opens every tool quiver offers: no result, log
+			// line or error may show it, whichever server echoes it.
+			tokenSecret = &registry.Secret{Var: authTokenVar, Value: token}
+			withSecret(cfg, *tokenSecret)
 		}
 		if front, err = listenHTTP(addr, token, hc, log); err != nil {
 			return err
@@ -128,9 +138,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	// quiver's own files are off limits to every downstream call, or a
 	// model could widen its own fence (the config file and the state dir
-	// are protected by proxy itself).
-	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state,
-		Protected: []string{c.serversPath(e), c.togglesPath(e)}})
+	// are protected by proxy itself), or read the token that lets anyone
+	// in over HTTP.
+	protected := []string{c.serversPath(e), c.togglesPath(e)}
+	if tokenFile != "" {
+		protected = append(protected, tokenFile)
+	}
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected})
 	if err != nil {
 		return err
 	}
@@ -140,8 +154,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	servers := c.serversPath(e)
 	// A status left by an earlier run would be wrong about this one.
 	writeReloadStatus(state, servers, registry.ReloadStatus{Servers: servers, Toggles: c.togglesPath(e), ServersHash: cfg.Hash}, log)
+	// A reload parses servers.yaml afresh, which knows nothing of the
+	// token: each new configuration gets its secret before it is in force.
+	apply := p.Reload
+	if tokenSecret != nil {
+		apply = func(ctx context.Context, cfg *registry.Config) error {
+			withSecret(cfg, *tokenSecret)
+			return p.Reload(ctx, cfg)
+		}
+	}
 	w, err := registry.Watch(ctx, cfg, registry.WatchOptions{
-		Servers: servers, Toggles: c.togglesPath(e), Logger: log, Apply: p.Reload,
+		Servers: servers, Toggles: c.togglesPath(e), Logger: log, Apply: apply,
 		OnStatus: func(st registry.ReloadStatus) { writeReloadStatus(state, servers, st, log) },
 	})
 	if err != nil {
@@ -158,6 +181,19 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return front.serve(ctx, p.HTTPHandler())
+}
+
+// authTokenVar names the HTTP auth token where it is redacted:
+// [redacted:QUIVER_AUTH_TOKEN], whether it came from the variable or from
+// --auth-token-file.
+const authTokenVar = "QUIVER_AUTH_TOKEN"
+
+// withSecret adds sec to cfg's secrets, once. The slice is clipped first:
+// a configuration copied from another shares its backing array.
+func withSecret(cfg *registry.Config, sec registry.Secret) {
+	if !slices.Contains(cfg.Secrets, sec) {
+		cfg.Secrets = append(slices.Clip(cfg.Secrets), sec)
+	}
 }
 
 // minTokenLen keeps a guessable token off a network address: 16 hex
