@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -445,7 +446,7 @@ func hasPathShape(s string) bool {
 		// under a path-like name it is still judged.
 		return false
 	}
-	if shaped(t) {
+	if shaped(t) || relativeShaped(t) {
 		return true
 	}
 	if !isASCII(t) {
@@ -454,6 +455,24 @@ func hasPathShape(s string) bool {
 		return shaped(norm.NFKC.String(t))
 	}
 	return false
+}
+
+// relativeShaped reports whether t looks like a relative path: no white
+// space and no scheme, and either a ".." part or two non-empty parts
+// around a separator with a letter somewhere ("outside/canary.txt",
+// "sub\\x"; not "1/2" or "2024/01/02"). A server that opens any string
+// as a file reaches what such a string names from its own folder, so the
+// fence judges it like any path: in the server's frame, and outside where
+// the server declares none.
+func relativeShaped(t string) bool {
+	if t == "" || strings.ContainsFunc(t, unicode.IsSpace) || strings.Contains(t, "://") {
+		return false
+	}
+	parts := strings.FieldsFunc(t, func(r rune) bool { return r == '/' || r == '\\' })
+	if slices.Contains(parts, "..") {
+		return true
+	}
+	return len(parts) >= 2 && strings.ContainsAny(t, `/\`) && strings.ContainsFunc(t, unicode.IsLetter)
 }
 
 func shaped(t string) bool {

@@ -200,8 +200,18 @@ func TestPathShapes(t *testing.T) {
 		}
 	}
 	noBases := framed(ClassRead, nil, "")
-	if d := g.Evaluate(ctx, call(noBases, `{"q":"./x"}`)); d.Verdict == Allow {
-		t.Errorf("ESCAPE: ./x under an unknown name, no bases: allowed (%s)", d.Code)
+	// A relative path by its look, under a name the fence does not know:
+	// where the server declares no frame, quiver cannot place it (red
+	// team: {"q":"outside/canary.txt"} was read from the server's folder).
+	for _, v := range []string{"./x", "outside/canary.txt", "sub/../../x", `sub\x`, "..", "a/.."} {
+		if d := g.Evaluate(ctx, call(noBases, `{"q":`+js(v)+`}`)); d.Verdict == Allow {
+			t.Errorf("ESCAPE: %q under an unknown name, no bases: allowed (%s)", v, d.Code)
+		}
+	}
+	for _, v := range []string{"1/2", "2024/01/02", "hello", "a b/c", "https://example.com/a/b"} {
+		if d := g.Evaluate(ctx, call(noBases, `{"q":`+js(v)+`}`)); d.Verdict != Allow {
+			t.Errorf("%q is not a path: %s %s", v, d.Code, d.Reason)
+		}
 	}
 	// Content is not a path: several lines, longer than any path, or
 	// shaped like nothing a server opens.
@@ -295,6 +305,18 @@ func TestProtectedPaths(t *testing.T) {
 			check(t, g.Evaluate(ctx, c), tc.want)
 		})
 	}
+	// A server that opens any string as a file, relative to the folder
+	// it runs in, reaches quiver's files by a bare name: refused, under
+	// any argument name (red team: {"q":"servers.yaml"} read the config).
+	t.Run("by_name_from_the_servers_folder", func(t *testing.T) {
+		g := f.gate(t, Policy{}, WithProtected(cfg, state))
+		tool := framed(ClassRead, []string{f.root}, f.root)
+		tool.Cwd = filepath.Join(f.root, "conf")
+		for _, args := range []string{`{"q":"servers.yaml"}`, `{"q":" ../state/ledger.db"}`, `{"opts":{"x":["servers.yaml"]}}`, `{"servers.yaml":1}`} {
+			check(t, g.Evaluate(ctx, call(tool, args)), want{Deny, CodeProtectedPath, nil})
+		}
+		check(t, g.Evaluate(ctx, call(tool, `{"q":"hello","r":"other.yaml"}`)), want{Allow, CodeAllow, nil})
+	})
 	t.Run("relative_protected_path_refused", func(t *testing.T) {
 		if _, err := New(Policy{}, WithProtected("state")); err == nil || !strings.Contains(err.Error(), "absolute") {
 			t.Fatalf("New = %v, want an error saying absolute", err)

@@ -116,6 +116,11 @@ type Tool struct {
 	// unknown, and such paths are outside. "~name" is another user's home
 	// from this host's user database.
 	Home string
+	// Cwd is the folder the server runs in, when quiver starts it (its
+	// cwd:, else quiver's own): a server that opens any string as a file
+	// finds a bare name there. No string, whatever its argument, may name
+	// one of quiver's own files from that folder (WithProtected).
+	Cwd string
 	// RelativeElsewhere says the server's relative paths name nothing on
 	// this machine (a path in a repository, a key in a bucket: path_base:
 	// none): the fence leaves them alone. Absolute paths, file: URIs and
@@ -567,7 +572,58 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 			}
 		}
 	}
+	if d, hit := g.protectedFromCwd(t, class, args); hit {
+		return nil, d, false
+	}
 	return paths, Decision{}, true
+}
+
+// protectedFromCwd refuses a call any of whose strings, read as a file
+// name in the folder the server runs in, is one of quiver's own files: a
+// server that opens any string it is given ({"q": "servers.yaml"}) would
+// find it there, whatever the argument is called. The check is lexical
+// and costs no file system lookups, so every string is checked.
+func (g *Gate) protectedFromCwd(t *Tool, class Class, args map[string]any) (Decision, bool) {
+	if t.Cwd == "" || len(g.protected) == 0 || !filepath.IsAbs(t.Cwd) {
+		return Decision{}, false
+	}
+	cwd := t.Cwd
+	if res, ok := g.roots.Load("cwd:" + cwd); ok {
+		cwd = res.(string)
+	} else if res, err := g.res.resolveRoot(cwd); err == nil {
+		g.roots.Store("cwd:"+cwd, res)
+		cwd = res
+	}
+	var d Decision
+	hit := false
+	var walk func(v any, depth int)
+	check := func(s string) {
+		s = strings.TrimFunc(s, isTrimmed)
+		if hit || s == "" || len(s) > maxPathLen || strings.ContainsAny(s, "\n\r") || filepath.IsAbs(s) {
+			return
+		}
+		d, hit = g.protectedPath(s, filepath.Join(cwd, s), class)
+	}
+	walk = func(v any, depth int) {
+		if hit || depth > maxArgDepth {
+			return
+		}
+		switch x := v.(type) {
+		case string:
+			check(x)
+		case []any:
+			for _, e := range x {
+				walk(e, depth+1)
+			}
+		case map[string]any:
+			for k, e := range x {
+				check(k)
+				walk(e, depth+1)
+			}
+		}
+	}
+	walk(any(args), 0)
+	return d, hit
 }
 
 // protectedPath refuses reading r of the path written raw when it is one

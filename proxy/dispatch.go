@@ -214,6 +214,11 @@ func gateToolFor(cfg *registry.Config, t registry.Tool) *gate.Tool {
 		Hints: gate.Hints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}}
 	if srv, ok := cfg.Server(t.Server); ok {
 		gt.Home = srv.Home()
+		if srv.Transport == registry.TransportStdio {
+			// Where the child runs: its cwd:, else quiver's, which it
+			// inherits. A bare name is found there.
+			gt.Cwd, _ = filepath.Abs(srv.Cwd) // "" is quiver's own
+		}
 		switch srv.PathBase {
 		case "":
 			// Undeclared: quiver cannot know where the server puts a

@@ -285,7 +285,7 @@ servers:
 	// like a path...
 	h := startQuiver(t, cfg, hostOptions{})
 	h.waitTools("example__echo")
-	if res := h.call("example__echo", map[string]any{"value": "etc/hostname"}); res.IsError {
+	if res := h.call("example__echo", map[string]any{"value": "hostname"}); res.IsError {
 		t.Fatalf("an undeclared argument that is not shaped like a path is not a path: %s", textOf(res))
 	}
 	// ...but a value shaped like a path is one whatever its name ({"from":
@@ -299,7 +299,7 @@ servers:
 	// path_base declared, it is outside.
 	h = startQuiver(t, cfg+"    path_args: {echo: [value]}\n", hostOptions{})
 	h.waitTools("example__echo")
-	res = h.call("example__echo", map[string]any{"value": "etc/hostname"})
+	res = h.call("example__echo", map[string]any{"value": "hostname"})
 	wantRefusal(t, res, "deny.approval_unavailable")
 	if !strings.Contains(textOf(res), "read_outside_fence") || !strings.Contains(textOf(res), "path_base") {
 		t.Fatalf("a declared relative path with no path_base must ask, saying why: %s", textOf(res))
