@@ -107,6 +107,9 @@ func writeRequest(w io.Writer, a gate.Approval) {
 	if len(a.Needs) == 0 && a.Capability != "" {
 		fmt.Fprintf(w, "  Need: %s\n", printable(a.Capability))
 	}
+	if a.Reason == "" && a.Justification != "" {
+		fmt.Fprintf(w, "  The model says (its words, not quiver's): %q\n", a.Justification)
+	}
 	if a.Reason != "" {
 		fmt.Fprintln(w, "  Card:")
 		for _, line := range strings.Split(strings.TrimRight(a.Reason, "\n"), "\n") {
@@ -128,7 +131,7 @@ func printable(s string) string {
 func approveCmd() *command {
 	return &command{
 		summary: "approve a pending request (for hosts that cannot show approval cards)",
-		usage:   "approve N [--once|--session|--persistent [--expires D]] [--state-dir DIR]",
+		usage:   "approve N [--once|--session|--persistent [--expires D]] [--state-dir DIR] [--config PATH]",
 		help: `
 Approves pending request N, which quiver named in a refusal
 (deny.approval_unavailable). With --once (the default) the exact call that
@@ -170,7 +173,7 @@ Run "quiver grants" to see what is granted, "quiver deny N" to refuse.`,
 func denyCmd() *command {
 	return &command{
 		summary: "refuse a pending request",
-		usage:   "deny N [--state-dir DIR]",
+		usage:   "deny N [--state-dir DIR] [--config PATH]",
 		help:    "Refuses pending request N; the model is told the user declined if it calls again.",
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
@@ -251,11 +254,16 @@ func btoi(b bool) int {
 func grantsCmd() *command {
 	return &command{
 		summary: "list grants and pending requests; revoke a grant",
-		usage:   "grants [--pending] [--all] [--revoke ID] [--json] [--state-dir DIR]",
+		usage:   "grants [--pending] [--all] [--revoke ID] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Lists the grants in force (persistent ones, and session ones of live
 sessions) and the requests waiting for an answer. --all includes expired,
-used and revoked grants; --revoke ID ends a grant at once.`,
+used and revoked grants; --revoke ID ends a grant at once.
+
+Each pending request shows what it needs (every path) and the whole card
+quiver showed, or would have shown, in the host. What these commands print
+is redacted: well-known credential shapes, and the secrets of servers.yaml
+(--config, found as "quiver serve" finds it) and of QUIVER_AUTH_TOKEN.`,
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
 			var all, pendingOnly, asJSON bool
@@ -334,7 +342,7 @@ used and revoked grants; --revoke ID ends a grant at once.`,
 func auditCmd() *command {
 	return &command{
 		summary: "show the calls quiver decided and how they ended",
-		usage:   "audit [--since 1h] [--session S] [--tool GLOB] [--json] [--state-dir DIR]",
+		usage:   "audit [--since 1h] [--session S] [--tool GLOB] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Prints every recorded call: when, which session and tool, the decision (code
 and sentence), the approval, and how it ended (ok, error, cancelled, or
