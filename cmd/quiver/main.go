@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -168,9 +169,9 @@ func (c *common) registerWait(fs *flag.FlagSet) {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: ./servers.yaml, else $XDG_CONFIG_HOME/quiver/servers.yaml, else the built-in default)")
+	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: ./servers.yaml, else servers.yaml in "+configDirHelp+", else the built-in default)")
 	fs.StringVar(&c.toggles, "toggles", "", "the tool toggles file (default: tools.yaml beside servers.yaml)")
-	fs.StringVar(&c.stateDir, "state-dir", "", "where quiver keeps its state (default: $XDG_STATE_HOME/quiver)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "where quiver keeps its state (default: $QUIVER_STATE_DIR, else "+stateDirHelp+")")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 }
 
@@ -237,21 +238,89 @@ func (c *common) logger(e *env) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-func configHome(e *env) string {
-	if d := e.getenv("XDG_CONFIG_HOME"); d != "" {
+// Where quiver's folders are on each OS, for help texts.
+const (
+	configDirHelp = "quiver's config dir: $XDG_CONFIG_HOME/quiver or ~/.config/quiver on Linux, " +
+		"~/Library/Application Support/quiver on macOS, %AppData%\\quiver on Windows"
+	stateDirHelp = "$XDG_STATE_HOME/quiver or ~/.local/state/quiver on Linux, " +
+		"~/Library/Application Support/quiver/state on macOS, %LocalAppData%\\quiver\\state on Windows"
+)
+
+// configHome is the folder quiver's config folder ("quiver") is in, on
+// this OS.
+func configHome(e *env) string { return quiverConfigHome(runtime.GOOS, e.getenv) }
+
+// quiverConfigHome is the folder quiver's config folder is in for goos and
+// getenv: $XDG_CONFIG_HOME when set, on every OS (whoever sets it asks for
+// it, and so do tests), else where the OS keeps users' configuration.
+func quiverConfigHome(goos string, getenv func(string) string) string {
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
 		return d
 	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".config")
+	return osConfigDir(goos, getenv)
 }
 
-func defaultStateDir(e *env) string {
-	if d := e.getenv("QUIVER_STATE_DIR"); d != "" {
+// osConfigDir is os.UserConfigDir for goos and getenv, where desktop
+// applications keep their settings (Claude Desktop's, VS Code's, and
+// quiver's by default): $XDG_CONFIG_HOME or ~/.config on Linux and other
+// unix, ~/Library/Application Support on macOS, %AppData% on Windows.
+func osConfigDir(goos string, getenv func(string) string) string {
+	switch goos {
+	case "darwin", "ios":
+		return filepath.Join(homeDir(goos, getenv), "Library", "Application Support")
+	case "windows":
+		if d := getenv("AppData"); d != "" {
+			return d
+		}
+		return filepath.Join(homeDir(goos, getenv), "AppData", "Roaming")
+	}
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
 		return d
 	}
-	if d := e.getenv("XDG_STATE_HOME"); d != "" {
+	return filepath.Join(homeDir(goos, getenv), ".config")
+}
+
+// defaultStateDir is where quiver keeps its state (the ledger, grants,
+// reload status) unless --state-dir says otherwise.
+func defaultStateDir(e *env) string { return stateDir(runtime.GOOS, e.getenv) }
+
+// stateDir is quiver's state folder for goos and getenv: $QUIVER_STATE_DIR
+// (which quiver also hands to the servers it starts), else where the OS
+// keeps an application's local, per-machine state: $XDG_STATE_HOME/quiver
+// or ~/.local/state/quiver on Linux and other unix, ~/Library/Application
+// Support/quiver/state on macOS, %LocalAppData%\quiver\state on Windows
+// (local, not roaming: the ledger is this machine's). A set
+// $XDG_STATE_HOME is honored on every OS.
+func stateDir(goos string, getenv func(string) string) string {
+	if d := getenv("QUIVER_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "quiver")
 	}
+	switch goos {
+	case "darwin", "ios":
+		return filepath.Join(homeDir(goos, getenv), "Library", "Application Support", "quiver", "state")
+	case "windows":
+		d := getenv("LocalAppData")
+		if d == "" {
+			d = filepath.Join(homeDir(goos, getenv), "AppData", "Local")
+		}
+		return filepath.Join(d, "quiver", "state")
+	}
+	return filepath.Join(homeDir(goos, getenv), ".local", "state", "quiver")
+}
+
+// homeDir is the user's home for goos and getenv: $HOME, %USERPROFILE% on
+// Windows, else what os.UserHomeDir finds.
+func homeDir(goos string, getenv func(string) string) string {
+	key := "HOME"
+	if goos == "windows" {
+		key = "USERPROFILE"
+	}
+	if d := getenv(key); d != "" {
+		return d
+	}
 	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "state", "quiver")
+	return home
 }
