@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 func importCmd() *command {
 	return &command{
 		summary: "turn a host's MCP server list (Claude Desktop, Claude Code, Cursor, VS Code) into servers.yaml entries",
-		usage:   "import [--from PATH] [--write] [--config PATH]",
+		usage:   "import [--from HOST|PATH] [--write] [--config PATH]",
 		help: `
 Reads the MCP servers another host runs and prints the equivalent
 servers.yaml entries. Understood: Claude Desktop's claude_desktop_config.json
@@ -45,10 +46,23 @@ keeping the file's comments and layout; nothing is written if any name
 already exists there. A running quiver picks the new servers up at once.
 
 Flags:
-  --from PATH     the host's file (default: Claude Desktop's
-                  claude_desktop_config.json for this system)
-  --write         add the entries to servers.yaml instead of printing them
-  --config PATH   the servers.yaml to write to`,
+  --from HOST|PATH  the host whose servers to import, from where it keeps
+                  them on this system, or its file's path (default:
+                  claude-desktop). Hosts and their files:
+                  claude-desktop  claude_desktop_config.json: macOS
+                      ~/Library/Application Support/Claude/, Windows
+                      %AppData%\Claude\, Linux ~/.config/Claude/
+                  claude-code     ~/.claude.json (its own servers and
+                      every project's; $CLAUDE_CONFIG_DIR/.claude.json
+                      first if set); a project's .mcp.json by path
+                  cursor          ~/.cursor/mcp.json (Windows:
+                      %USERPROFILE%\.cursor\mcp.json)
+                  vscode          mcp.json, else settings.json, in Code's
+                      user folder: macOS ~/Library/Application
+                      Support/Code/User/, Windows %AppData%\Code\User\,
+                      Linux ~/.config/Code/User/
+  --write           add the entries to servers.yaml instead of printing them
+  --config PATH     the servers.yaml to write to`,
 		run: runImport,
 	}
 }
@@ -59,21 +73,14 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	var write bool
 	fs := newFlags("import")
 	c.register(fs)
-	fs.StringVar(&from, "from", "", "the host's config file")
+	fs.StringVar(&from, "from", "claude-desktop", "the host (claude-desktop, claude-code, cursor, vscode) or its config file")
 	fs.BoolVar(&write, "write", false, "merge into servers.yaml")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	if from == "" {
-		from = claudeDesktopConfig(e)
-	}
-	src, err := os.ReadFile(from)
+	from, imp, err := readHost(from, runtime.GOOS, e.getenv)
 	if err != nil {
-		return fmt.Errorf("read %s: %w (pass --from PATH)", from, err)
-	}
-	imp, err := importServers(filepath.Base(from), src)
-	if err != nil {
-		return fmt.Errorf("%s: %w", from, err)
+		return err
 	}
 	for _, n := range imp.notes {
 		fmt.Fprintln(e.stderr, "note: "+n)
@@ -110,15 +117,74 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func claudeDesktopConfig(e *env) string {
-	home, _ := os.UserHomeDir()
-	switch runtime.GOOS {
-	case "darwin":
-		return filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json")
-	case "windows":
-		return filepath.Join(e.getenv("APPDATA"), "Claude", "claude_desktop_config.json")
+// readHost reads the servers of from, a host's name (see hostFiles) or a
+// file's path, and says which file they came from. A host whose first
+// file is missing, or holds no server list, is looked for in the next.
+func readHost(from, goos string, getenv func(string) string) (string, *imported, error) {
+	files := hostFiles(from, goos, getenv)
+	if files == nil {
+		src, err := os.ReadFile(from)
+		if err != nil {
+			return from, nil, fmt.Errorf("read %s: %w", from, err)
+		}
+		imp, err := importServers(filepath.Base(from), src)
+		if err != nil {
+			return from, nil, fmt.Errorf("%s: %w", from, err)
+		}
+		return from, imp, nil
 	}
-	return filepath.Join(configHome(e), "Claude", "claude_desktop_config.json")
+	var err error
+	for _, f := range files {
+		src, rerr := os.ReadFile(f)
+		if rerr != nil {
+			if err = rerr; errors.Is(rerr, fs.ErrNotExist) {
+				continue
+			}
+			return f, nil, fmt.Errorf("read %s: %w", f, rerr)
+		}
+		imp, ierr := importServers(filepath.Base(f), src)
+		if errors.Is(ierr, errNoServerList) {
+			err = fmt.Errorf("%s: %w", f, ierr)
+			continue
+		}
+		if ierr != nil {
+			return f, nil, fmt.Errorf("%s: %w", f, ierr)
+		}
+		return f, imp, nil
+	}
+	return "", nil, fmt.Errorf("found no MCP servers of %s where it keeps them on this system (%s): %w; pass --from PATH",
+		from, strings.Join(files, ", "), err)
+}
+
+// hostFiles lists where a host keeps its MCP servers on goos, best first,
+// or nil if host names no host import knows. Each host keeps them in the
+// same place on every OS but for the folder that place is in: the OS's
+// config folder for the Electron apps (Claude Desktop, VS Code), the
+// home folder for the others.
+func hostFiles(host, goos string, getenv func(string) string) []string {
+	home := homeDir(goos, getenv)
+	switch host {
+	case "claude-desktop":
+		return []string{claudeDesktopConfig(goos, getenv)}
+	case "claude-code":
+		var files []string
+		if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+			files = append(files, filepath.Join(d, ".claude.json"))
+		}
+		return append(files, filepath.Join(home, ".claude.json"))
+	case "cursor":
+		return []string{filepath.Join(home, ".cursor", "mcp.json")}
+	case "vscode":
+		user := filepath.Join(osConfigDir(goos, getenv), "Code", "User")
+		return []string{filepath.Join(user, "mcp.json"), filepath.Join(user, "settings.json")}
+	}
+	return nil
+}
+
+// claudeDesktopConfig is Claude Desktop's configuration file on goos:
+// in the "Claude" folder of the OS's config folder.
+func claudeDesktopConfig(goos string, getenv func(string) string) string {
+	return filepath.Join(osConfigDir(goos, getenv), "Claude", "claude_desktop_config.json")
 }
 
 // hostServer is one server entry as the hosts write it; each host uses a
@@ -144,9 +210,14 @@ type imported struct {
 	vars    []string // variables the user must set
 }
 
+// errNoServerList is a host file without MCP servers: VS Code's
+// settings.json before any were added, say.
+var errNoServerList = errors.New(`found no "mcpServers", "servers" or "mcp.servers" object`)
+
 // importServers reads the servers of a host's config file (JSON or JSONC).
 func importServers(file string, src []byte) (*imported, error) {
-	clean := stripJSONC(src)
+	// Notepad on Windows may have saved the file with a byte order mark.
+	clean := stripJSONC(bytes.TrimPrefix(src, []byte("\xef\xbb\xbf")))
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(clean, &top); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
@@ -174,7 +245,7 @@ func importServers(file string, src []byte) (*imported, error) {
 		}
 	}
 	if len(lists) == 0 {
-		return nil, errors.New(`found no "mcpServers", "servers" or "mcp.servers" object`)
+		return nil, errNoServerList
 	}
 	imp := &imported{entries: map[string]*yaml.Node{}}
 	used := map[string]string{} // variable -> server that uses it
@@ -197,7 +268,7 @@ func importServers(file string, src []byte) (*imported, error) {
 				imp.notes = append(imp.notes, fmt.Sprintf("server %q is disabled in %s; skipped", orig, file))
 				continue
 			}
-			if filepath.Base(hs.Command) == "quiver" && slices.Contains(hs.Args, "serve") {
+			if isQuiver(hs.Command) && slices.Contains(hs.Args, "serve") {
 				imp.notes = append(imp.notes, fmt.Sprintf("server %q is quiver itself; skipped", orig))
 				continue
 			}
@@ -210,6 +281,14 @@ func importServers(file string, src []byte) (*imported, error) {
 		}
 	}
 	return imp, nil
+}
+
+// isQuiver reports whether a host's command runs quiver: quiver by name
+// or path, with either separator (a Windows host's file may be read
+// anywhere) and quiver.exe in any case.
+func isQuiver(command string) bool {
+	base := command[strings.LastIndexAny(command, `/\`)+1:]
+	return strings.EqualFold(strings.TrimSuffix(strings.ToLower(base), ".exe"), "quiver")
 }
 
 var (

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,4 +156,122 @@ func isSubsequence(sub, of []string) bool {
 		}
 	}
 	return i == len(sub)
+}
+
+// TestImportHostFilesPerOS: import --from HOST looks where each host keeps
+// its servers on each OS. The OS and environment are injected, so every
+// case runs on every machine.
+func TestImportHostFilesPerOS(t *testing.T) {
+	j := filepath.Join
+	mac := map[string]string{"HOME": "/Users/you", "XDG_CONFIG_HOME": "/ignored/on/macOS"}
+	win := map[string]string{"USERPROFILE": `C:\Users\you`, "AppData": `C:\Users\you\AppData\Roaming`}
+	linux := map[string]string{"HOME": "/home/you"}
+	for _, tc := range []struct {
+		host, goos string
+		env        map[string]string
+		want       []string
+	}{
+		{"claude-desktop", "darwin", mac, []string{j("/Users/you", "Library", "Application Support", "Claude", "claude_desktop_config.json")}},
+		{"claude-desktop", "windows", win, []string{j(`C:\Users\you\AppData\Roaming`, "Claude", "claude_desktop_config.json")}},
+		{"claude-desktop", "linux", linux, []string{j("/home/you", ".config", "Claude", "claude_desktop_config.json")}},
+		{"claude-desktop", "linux", map[string]string{"HOME": "/home/you", "XDG_CONFIG_HOME": "/xdg"}, []string{j("/xdg", "Claude", "claude_desktop_config.json")}},
+		{"claude-code", "darwin", mac, []string{j("/Users/you", ".claude.json")}},
+		{"claude-code", "windows", win, []string{j(`C:\Users\you`, ".claude.json")}},
+		{"claude-code", "linux", map[string]string{"HOME": "/home/you", "CLAUDE_CONFIG_DIR": "/cc"}, []string{j("/cc", ".claude.json"), j("/home/you", ".claude.json")}},
+		{"cursor", "darwin", mac, []string{j("/Users/you", ".cursor", "mcp.json")}},
+		{"cursor", "windows", win, []string{j(`C:\Users\you`, ".cursor", "mcp.json")}},
+		{"vscode", "darwin", mac, []string{
+			j("/Users/you", "Library", "Application Support", "Code", "User", "mcp.json"),
+			j("/Users/you", "Library", "Application Support", "Code", "User", "settings.json")}},
+		{"vscode", "windows", win, []string{
+			j(`C:\Users\you\AppData\Roaming`, "Code", "User", "mcp.json"),
+			j(`C:\Users\you\AppData\Roaming`, "Code", "User", "settings.json")}},
+		{"vscode", "linux", linux, []string{
+			j("/home/you", ".config", "Code", "User", "mcp.json"),
+			j("/home/you", ".config", "Code", "User", "settings.json")}},
+		{"servers.json", "linux", linux, nil}, // a path, not a host
+	} {
+		got := hostFiles(tc.host, tc.goos, func(k string) string { return tc.env[k] })
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s on %s: %q, want %q", tc.host, tc.goos, got, tc.want)
+		}
+	}
+}
+
+// TestImportReadsTheHostsFile: --from HOST reads the first of the host's
+// files that holds servers, and says where it looked when none does.
+func TestImportReadsTheHostsFile(t *testing.T) {
+	home := t.TempDir()
+	appData := filepath.Join(home, "AppData", "Roaming")
+	env := map[string]string{"HOME": home, "USERPROFILE": home, "AppData": appData}
+	getenv := func(k string) string { return env[k] }
+	write := func(p, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := filepath.Join(appData, "Code", "User")
+
+	// VS Code with a settings.json that has no servers and no mcp.json.
+	write(filepath.Join(user, "settings.json"), `{"editor.fontSize": 14}`)
+	_, _, err := readHost("vscode", "windows", getenv)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(user, "mcp.json")) || !strings.Contains(err.Error(), filepath.Join(user, "settings.json")) ||
+		!strings.Contains(err.Error(), "--from PATH") {
+		t.Errorf("vscode without servers: %v; want both files named and --from PATH suggested", err)
+	}
+	// Servers in settings.json ("mcp": {"servers": ...}), still no mcp.json.
+	write(filepath.Join(user, "settings.json"), `{"editor.fontSize": 14, "mcp": {"servers": {"old": {"command": "old-mcp"}}}}`)
+	if f, imp, err := readHost("vscode", "windows", getenv); err != nil || f != filepath.Join(user, "settings.json") || !slices.Equal(imp.names, []string{"old"}) {
+		t.Errorf("vscode settings.json: %s %v %v", f, imp, err)
+	}
+	// mcp.json wins once it exists.
+	write(filepath.Join(user, "mcp.json"), `{"servers": {"new": {"command": "new-mcp"}}}`)
+	if f, imp, err := readHost("vscode", "windows", getenv); err != nil || f != filepath.Join(user, "mcp.json") || !slices.Equal(imp.names, []string{"new"}) {
+		t.Errorf("vscode mcp.json: %s %v %v", f, imp, err)
+	}
+
+	// Claude Code: a CLAUDE_CONFIG_DIR without the file falls back to ~.
+	env["CLAUDE_CONFIG_DIR"] = filepath.Join(home, "nowhere")
+	write(filepath.Join(home, ".claude.json"), `{"mcpServers": {"a": {"command": "a-mcp"}},
+		"projects": {"/p": {"mcpServers": {"b": {"type": "http", "url": "https://b.example/mcp"}}}}}`)
+	if f, imp, err := readHost("claude-code", "linux", getenv); err != nil || f != filepath.Join(home, ".claude.json") || !slices.Equal(imp.names, []string{"a", "b"}) {
+		t.Errorf("claude-code: %s %v %v", f, imp, err)
+	}
+
+	// Cursor, and Claude Desktop's file as Windows' Notepad saves it: a
+	// byte order mark, CRLF, and quiver.exe itself, which is not imported.
+	write(filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {"c": {"url": "https://c.example/sse"}}}`)
+	if f, imp, err := readHost("cursor", "darwin", getenv); err != nil || f != filepath.Join(home, ".cursor", "mcp.json") || !slices.Equal(imp.names, []string{"c"}) {
+		t.Errorf("cursor: %s %v %v", f, imp, err)
+	}
+	write(filepath.Join(appData, "Claude", "claude_desktop_config.json"), "\xef\xbb\xbf{\r\n  \"mcpServers\": {\r\n"+
+		`    "quiver": {"command": "C:\\Users\\you\\go\\bin\\QUIVER.EXE", "args": ["serve"]},`+"\r\n"+
+		`    "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "C:\\Users\\you\\Desktop"]}`+"\r\n  }\r\n}\r\n")
+	f, imp, err := readHost("claude-desktop", "windows", getenv)
+	if err != nil || f != filepath.Join(appData, "Claude", "claude_desktop_config.json") || !slices.Equal(imp.names, []string{"fs"}) {
+		t.Fatalf("claude-desktop on Windows: %s %v %v", f, imp, err)
+	}
+	if !strings.Contains(strings.Join(imp.notes, "\n"), `server "quiver" is quiver itself; skipped`) {
+		t.Errorf("notes %q; want quiver.exe skipped as quiver itself", imp.notes)
+	}
+	out, err := mergeServers(nil, imp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := registry.ParseConfig("servers.yaml", out, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("%s\n%v", out, err)
+	}
+	if s, _ := cfg.Server("fs"); len(s.Args) != 3 || s.Args[2] != `C:\Users\you\Desktop` {
+		t.Errorf("fs args %q; want the Windows path as written", s.Args)
+	}
+
+	// A path is read as a path, and its error names it.
+	if _, _, err := readHost(filepath.Join(home, "missing.json"), "linux", getenv); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing path: %v", err)
+	}
 }
