@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -212,25 +212,58 @@ const cutNotice = "\n[quiver: cut here: %d of %d bytes not shown; ask for less]"
 
 // shorten cuts the longest strings under v, each at a character boundary
 // with a notice saying how much is gone, until their JSON forms have lost
-// at least over bytes or only short strings are left. Short strings are
+// at least over bytes. The cut is level: every string longer than some
+// length is cut to that length, so that when the text and a structured
+// copy of it are both large, each keeps a readable part (cutting the
+// longest by the whole excess left nothing of it). Short strings are
 // names, URIs and types: cutting them would break the value and cannot be
 // what made it large. It reports whether it cut anything.
 func shorten(v any, over int) bool {
+	const minCut = 512
 	var strs []*cutString
-	collectStrings(v, func(s *cutString) { strs = append(strs, s) })
-	sort.SliceStable(strs, func(i, j int) bool { return len(strs[i].get()) > len(strs[j].get()) })
-	cut := false
-	for _, s := range strs {
-		cur := s.get()
-		if over <= 0 || len(cur) < 512 {
-			break
+	collectStrings(v, func(s *cutString) {
+		if len(s.get()) >= minCut {
+			strs = append(strs, s)
 		}
-		size := jsonLen(cur)
-		room := size - over - len(fmt.Sprintf(cutNotice, len(cur), len(cur)))
-		keep := prefixWithin(cur, max(0, room))
-		short := cur[:keep] + fmt.Sprintf(cutNotice, len(cur)-keep, len(cur))
-		s.set(short)
-		over -= size - jsonLen(short)
+	})
+	if over <= 0 || len(strs) == 0 {
+		return false
+	}
+	sizes := make([]int, len(strs))
+	for i, s := range strs {
+		sizes[i] = jsonLen(s.get())
+	}
+	noticeLen := len(fmt.Sprintf(cutNotice, 1<<40, 1<<40))
+	// saved is what cutting every string longer than level to level
+	// saves, after the notices it adds.
+	saved := func(level int) int {
+		n := 0
+		for _, sz := range sizes {
+			if sz > level+noticeLen {
+				n += sz - level - noticeLen
+			}
+		}
+		return n
+	}
+	// The highest level that still saves enough.
+	lo, hi := 0, slices.Max(sizes)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if saved(mid) >= over {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	level := lo
+	cut := false
+	for i, s := range strs {
+		if sizes[i] <= level+noticeLen {
+			continue
+		}
+		cur := s.get()
+		keep := prefixWithin(cur, level)
+		s.set(cur[:keep] + fmt.Sprintf(cutNotice, len(cur)-keep, len(cur)))
 		cut = true
 	}
 	return cut

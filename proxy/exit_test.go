@@ -102,6 +102,26 @@ func TestExitBoundsResults(t *testing.T) {
 			t.Fatalf("%d bytes sent: %.200s", len(out), out)
 		}
 	})
+	t.Run("a_text_and_its_structured_copy_both_keep_text", func(t *testing.T) {
+		// Red team: a 1 MB query echoed in text and structuredContent was
+		// cut to nothing: the longest string lost the whole excess.
+		q := strings.Repeat("a", 1<<20)
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{
+			"content": []any{map[string]any{"type": "text", "text": "Matches for " + q}}, "structuredContent": map[string]any{"query": q}}})
+		out := x.message(msg)
+		var res struct {
+			Result struct {
+				Content           []struct{ Text string }
+				StructuredContent struct{ Query string }
+			}
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(out) > limit+boundSlack || len(res.Result.Content[0].Text) < limit/4 || len(res.Result.StructuredContent.Query) < limit/4 {
+			t.Fatalf("%d bytes sent; kept %d of the text and %d of the copy", len(out), len(res.Result.Content[0].Text), len(res.Result.StructuredContent.Query))
+		}
+	})
 	t.Run("listings_are_not_cut", func(t *testing.T) {
 		msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":%q}]}}`, strings.Repeat("z", 1<<20))
 		if out := x.message([]byte(msg)); string(out) != msg {

@@ -198,7 +198,10 @@ http:
 			t.Fatalf("a 64 MiB chunked body: no answer: %v", err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		// 413 at the cap; on a machine so loaded that 4 MiB take longer
+		// than the test's 1 s read_timeout, 408 first: refused either way,
+		// and the memory check below is the point.
+		if resp.StatusCode != http.StatusRequestEntityTooLarge && resp.StatusCode != http.StatusRequestTimeout {
 			t.Errorf("a 64 MiB chunked body: %s, want 413", resp.Status)
 		}
 		if before > 0 {
