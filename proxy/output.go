@@ -49,14 +49,25 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret, outSch
 			res.Meta.AdditionalFields = r.(map[string]any)
 		}
 	}
+	dropped := false
 	if raw := res.RawStructuredContent; len(raw) > 0 {
 		res.RawStructuredContent = nil
 		res.StructuredContent = nil
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber() // 2^63-1 stays exact
-		var v any
-		if dec.Decode(&v) == nil {
-			res.StructuredContent = v
+		switch {
+		case limit > 0 && len(raw) > 4*limit && len(outSchema) == 0:
+			// It would be dropped below; decoding it first cost about
+			// twenty times its size in memory (red team: 16 MiB, 341 MB).
+			dropped = true
+		case limit > 0 && len(raw) > 64*limit:
+			return &mcp.CallToolResult{IsError: true, Result: mcp.Result{Meta: truncatedMeta()}, Content: []mcp.Content{mcp.NewTextContent(fmt.Sprintf(
+				"error.result_too_large: the structured result is %d bytes, far over quiver's bound of %d; it is not shown. Ask for less: a narrower query or a range.", len(raw), limit))}}
+		default:
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber() // 2^63-1 stays exact
+			var v any
+			if dec.Decode(&v) == nil {
+				res.StructuredContent = v
+			}
 		}
 	}
 	if res.StructuredContent != nil {
@@ -75,6 +86,16 @@ func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret, outSch
 		} else {
 			res.StructuredContent = nil
 		}
+	}
+	if dropped {
+		// Say so, even when what is left fits.
+		if res.Meta == nil {
+			res.Meta = &mcp.Meta{}
+		}
+		if res.Meta.AdditionalFields == nil {
+			res.Meta.AdditionalFields = map[string]any{}
+		}
+		res.Meta.AdditionalFields["quiver/truncated"] = true
 	}
 	if limit <= 0 || fits(res, limit) {
 		return res

@@ -57,6 +57,21 @@ func TestBound(t *testing.T) {
 			t.Fatalf("sent %s", b)
 		}
 	})
+	t.Run("huge_raw_structured_content_is_not_decoded", func(t *testing.T) {
+		raw := json.RawMessage(`{"x":"` + strings.Repeat("y", 1<<20) + `"}`)
+		res := mcp.NewToolResultText("short")
+		res.RawStructuredContent = raw
+		res = bound(res, 16<<10, nil, nil)
+		if res.StructuredContent != nil || res.RawStructuredContent != nil || text(res) != "short" || res.Meta.AdditionalFields["quiver/truncated"] != true {
+			t.Fatalf("structured kept %v, text %q, meta %v", res.StructuredContent != nil, text(res), res.Meta)
+		}
+		res = mcp.NewToolResultText("short")
+		res.RawStructuredContent = raw
+		res = bound(res, 16<<10, nil, json.RawMessage(`{"type":"object"}`))
+		if !res.IsError || !strings.Contains(text(res), "error.result_too_large") {
+			t.Fatalf("with an output schema, a result 64 times over the bound is an error: %q", text(res))
+		}
+	})
 	t.Run("escaped_text_keeps_what_fits", func(t *testing.T) {
 		// Every < costs 6 bytes in JSON: a cut computed on raw bytes kept
 		// nothing of a large result like this.
