@@ -21,11 +21,7 @@ import (
 // names the tool, its class, each path as written and resolved and whether
 // it is outside, and the start of the content.
 func TestCardSaysWhatWillHappen(t *testing.T) {
-	inside, outside := t.TempDir(), t.TempDir()
-	target := filepath.Join(outside, "notes.txt")
-	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	inside, target := outsideFile(t, "notes.txt")
 	yes := true
 	write := registry.Tool{Server: "ex", Name: "write_file", Exposed: "ex__write_file",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`),
@@ -77,4 +73,15 @@ fence:
 	if headings != 1 {
 		t.Errorf("the card has %d Paths: headings; a key added one:\n%s", headings, text)
 	}
+}
+
+// outsideFile makes a folder to fence in and a file outside it, and
+// returns the folder and the file.
+func outsideFile(t *testing.T, name string) (inside, file string) {
+	t.Helper()
+	inside, file = t.TempDir(), filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return inside, file
 }

@@ -3,8 +3,6 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,11 +15,7 @@ import (
 // call that needed approval ended in deny.approval_unavailable. The card
 // is now an input request, and the host's retry decides.
 func TestModernHostApprovesByInputRequest(t *testing.T) {
-	inside, outside := t.TempDir(), t.TempDir()
-	secret := filepath.Join(outside, "secret.txt")
-	if err := os.WriteFile(secret, []byte("s"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	inside, secret := outsideFile(t, "secret.txt")
 	yes := true
 	read := registry.Tool{Server: "ex", Name: "read", Exposed: "ex__read", Annotations: mcp.ToolAnnotation{ReadOnlyHint: &yes},
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
