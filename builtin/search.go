@@ -72,6 +72,9 @@ func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw
 }
 
 // Call runs search_tools with raw arguments.
+// maxQuery is the longest query search_tools takes, in characters.
+const maxQuery = 1000
+
 func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
 	var args SearchArgs
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
@@ -83,6 +86,11 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	args.Query = strings.TrimSpace(args.Query)
 	if args.Query == "" {
 		return refuse("deny.args_invalid", `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
+	}
+	if n := utf8.RuneCountInString(args.Query); n > maxQuery {
+		// A query is a few words; a megabyte of them cost seconds of
+		// search (red team: 1 MB, 13 s of CPU).
+		return refuse("deny.args_invalid", fmt.Sprintf("the query is %d characters long; say in a few words (at most %d characters) what you need.", n, maxQuery))
 	}
 	kinds, ok := KindsFor(args.Kind)
 	if !ok {

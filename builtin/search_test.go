@@ -284,3 +284,13 @@ func moreLineNames(answer, server, tool string) bool {
 	}
 	return false
 }
+
+// TestSearchQueryIsWords: a megabyte of query cost seconds of search (red
+// team); a query over the limit is refused before it reaches the index.
+func TestSearchQueryIsWords(t *testing.T) {
+	s := &fakeSearcher{}
+	res := Search(context.Background(), s, &fakeBinder{}, nil, query(strings.Repeat("a ", maxQuery)))
+	if !res.IsError || !strings.HasPrefix(text(res), "deny.args_invalid") || s.got.Text != "" {
+		t.Fatalf("a %d-character query: searched %q, answered %s", 2*maxQuery, s.got.Text, text(res))
+	}
+}

@@ -302,17 +302,21 @@ type searcher struct {
 
 func (x searcher) Search(ctx context.Context, q index.Query) (index.Result, error) {
 	res, err := x.st.ix.Search(ctx, q)
-	if err != nil || !slices.ContainsFunc(res.Hits, x.withheld) {
-		return res, err
+	if err == nil && slices.ContainsFunc(res.Hits, x.withheld) {
+		want := len(res.Hits)
+		q.Limit = 10 // the index's most, so that withheld hits free their places
+		if res, err = x.st.ix.Search(ctx, q); err != nil {
+			return res, err
+		}
+		res.Hits = slices.DeleteFunc(res.Hits, x.withheld)
+		res.Hits = res.Hits[:min(want, len(res.Hits))]
 	}
-	want := len(res.Hits)
-	q.Limit = 10 // the index's most, so that withheld hits free their places
-	if res, err = x.st.ix.Search(ctx, q); err != nil {
-		return res, err
+	// The servers' other tools an answer names are no more offered than
+	// its hits: a withheld one is never named.
+	for i := range res.Servers {
+		res.Servers[i].More = slices.DeleteFunc(slices.Clone(res.Servers[i].More), func(n string) bool { return x.s.withheld(x.ss, n) })
 	}
-	res.Hits = slices.DeleteFunc(res.Hits, x.withheld)
-	res.Hits = res.Hits[:min(want, len(res.Hits))]
-	return res, nil
+	return res, err
 }
 
 func (x searcher) withheld(h index.Hit) bool { return x.s.withheld(x.ss, h.Entry.Name) }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -343,6 +344,7 @@ func (s *Server) install(cat *registry.Catalog) {
 		tools[t.Name] = t
 	}
 	var serverTools []server.ServerTool
+	abouts := map[string]serverAbout{} // per server, once
 	for _, t := range cat.Tools {
 		redact := func(s string) string { return registry.Redact(s, cfg.Secrets) }
 		def := mcp.Tool{
@@ -351,6 +353,11 @@ func (s *Server) install(cat *registry.Catalog) {
 			Description:    redact(t.Description),
 			RawInputSchema: redactSchema(t.InputSchema, redact),
 			Annotations:    t.Annotations,
+		}
+		if len(t.OutputSchema) > 0 {
+			// Listed as the server wrote it: a host checks structured
+			// results against it, and bound keeps them valid.
+			def.RawOutputSchema = redactSchema(t.OutputSchema, redact)
 		}
 		if a, ok := redactJSON(def.Annotations, redact, func(b json.RawMessage) (mcp.ToolAnnotation, error) {
 			var out mcp.ToolAnnotation
@@ -379,11 +386,17 @@ func (s *Server) install(cat *registry.Catalog) {
 		if t.Off {
 			continue
 		}
+		about, ok := abouts[t.Server]
+		if !ok {
+			about = selfDescription(cat, s.pass, t.Server, redact)
+			abouts[t.Server] = about
+		}
 		entries = append(entries, index.Entry{
-			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: def.Title,
+			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: cmp.Or(def.Title, def.Annotations.Title),
 			Description: def.Description, Keywords: t.Keywords,
-			Params:   index.ParamsFromSchema(t.InputSchema),
-			ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
+			Params:      index.ParamsFromSchema(t.InputSchema),
+			ReadOnly:    t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
+			ServerTitle: about.title, ServerInstructions: about.instructions, ServerExtras: about.extras,
 		})
 	}
 	ix, err := index.Build(entries)
@@ -435,6 +448,37 @@ func (s *Server) builtinsFor(cfg *registry.Config) []mcp.Tool {
 		return nil
 	}
 	return builtinTools(cfg.Surface.Reveal)
+}
+
+// serverAbout is what a server says of itself, for search.
+type serverAbout struct {
+	title, instructions string
+	extras              []string // its prompts' and resources' names and titles
+}
+
+// selfDescription gathers, redacted, what server srv said of itself in
+// initialize and the names of the prompts and resources it offers.
+func selfDescription(cat *registry.Catalog, m *mirror, srv string, redact func(string) string) serverAbout {
+	var a serverAbout
+	if st, ok := cat.Status(srv); ok {
+		a.title, a.instructions = redact(st.Title), redact(st.Instructions)
+	}
+	m.mu.Lock()
+	v := m.views[srv]
+	m.mu.Unlock()
+	if v == nil {
+		return a
+	}
+	for _, p := range v.prompts {
+		a.extras = append(a.extras, p.Name, p.Title)
+	}
+	for _, r := range v.resources {
+		a.extras = append(a.extras, r.Name, r.Title)
+	}
+	for _, t := range v.templates {
+		a.extras = append(a.extras, t.Name, t.Title)
+	}
+	return a
 }
 
 func builtinEntries(builtins []mcp.Tool) []index.Entry {

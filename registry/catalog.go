@@ -46,6 +46,10 @@ type ServerStatus struct {
 	LastError string
 	Restarts  int
 	Since     time.Time
+	// Title and Instructions are what the server said of itself in
+	// initialize (its serverInfo title, else name): search indexes them.
+	Title        string
+	Instructions string
 }
 
 // A Catalog is an immutable snapshot of every downstream tool. A new one is

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,9 +240,14 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "quiver", Version: Version}
-	if _, err := cl.Initialize(ictx, init); err != nil {
+	ires, err := cl.Initialize(ictx, init)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("initialize: %w", err)
 	}
+	c.mu.Lock()
+	c.status.Title = cmp.Or(ires.ServerInfo.Title, ires.ServerInfo.Name)
+	c.status.Instructions = ires.Instructions
+	c.mu.Unlock()
 	tools, err := c.listTools(ictx, cl)
 	if err != nil {
 		return nil, nil, nil, err
