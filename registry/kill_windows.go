@@ -5,15 +5,10 @@ package registry
 import (
 	"fmt"
 	"os"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
-
-// childAttrs asks nothing of a stdio server's start on Windows: the tree
-// is made after the start, by superviseTree.
-func childAttrs() *syscall.SysProcAttr { return nil }
 
 // A tree is a stdio server and every process it started, as one unit
 // quiver can kill: on Windows a Job Object. npx starts cmd.exe, which
