@@ -47,20 +47,20 @@ already exists there. A running quiver picks the new servers up at once.
 
 Flags:
   --from HOST|PATH  the host whose servers to import, from where it keeps
-                  them on this system, or its file's path (default:
-                  claude-desktop). Hosts and their files:
-                  claude-desktop  claude_desktop_config.json: macOS
-                      ~/Library/Application Support/Claude/, Windows
-                      %AppData%\Claude\, Linux ~/.config/Claude/
-                  claude-code     ~/.claude.json (its own servers and
-                      every project's; $CLAUDE_CONFIG_DIR/.claude.json
-                      first if set); a project's .mcp.json by path
-                  cursor          ~/.cursor/mcp.json (Windows:
-                      %USERPROFILE%\.cursor\mcp.json)
-                  vscode          mcp.json, else settings.json, in Code's
-                      user folder: macOS ~/Library/Application
-                      Support/Code/User/, Windows %AppData%\Code\User\,
-                      Linux ~/.config/Code/User/
+                    them on this system, or its file's path (default:
+                    claude-desktop). Hosts and their files:
+                    claude-desktop  claude_desktop_config.json: macOS
+                        ~/Library/Application Support/Claude/, Windows
+                        %AppData%\Claude\, Linux ~/.config/Claude/
+                    claude-code     ~/.claude.json (its own servers and
+                        every project's; $CLAUDE_CONFIG_DIR/.claude.json
+                        first if set); a project's .mcp.json by path
+                    cursor          ~/.cursor/mcp.json (Windows:
+                        %USERPROFILE%\.cursor\mcp.json)
+                    vscode          mcp.json, else settings.json, in Code's
+                        user folder: macOS ~/Library/Application
+                        Support/Code/User/, Windows %AppData%\Code\User\,
+                        Linux ~/.config/Code/User/
   --write           add the entries to servers.yaml instead of printing them
   --config PATH     the servers.yaml to write to`,
 		run: runImport,
