@@ -43,7 +43,7 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 		return builtin.Call(ctx, caller{s, ss, req.Params.Meta}, rawArgs(req)), nil
 	case builtin.ReadFileName:
 		res := builtin.ReadFile(ctx, s.current().skills, files{s, ss}, rawArgs(req))
-		return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets, nil), nil
+		return bound(res, s.cfg().Surface.MaxResultBytes, s.redactor(), nil), nil
 	case builtin.RequestCapabilityName:
 		return builtin.RequestCapability(ctx, capabilities{s, ss}, rawArgs(req)), nil
 	}
@@ -110,7 +110,7 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 func (s *Server) finish(ss *session, name string, d gate.Decision, id int64, res *mcp.CallToolResult, err error) *mcp.CallToolResult {
 	log := s.log.With("session", ss.id, "tool", name, "code", d.Code)
 	if err != nil {
-		log.Warn("call failed", "err", registry.Redact(err.Error(), s.cfg().Secrets))
+		log.Warn("call failed", "err", s.redactor()(err.Error()))
 		code, outcome := "error.downstream", gate.OutcomeError
 		switch {
 		case errors.Is(err, registry.ErrServerDown):
@@ -125,7 +125,7 @@ func (s *Server) finish(ss *session, name string, d gate.Decision, id int64, res
 			code, outcome = "error.cancelled", gate.OutcomeCancelled
 		}
 		s.ended(id, outcome, code)
-		reason := registry.Redact(err.Error(), s.cfg().Secrets)
+		reason := s.redactor()(err.Error())
 		if outcome == gate.OutcomeUnknown {
 			reason += "; it may or may not have taken effect: check before calling it again"
 		}
@@ -138,7 +138,7 @@ func (s *Server) finish(ss *session, name string, d gate.Decision, id int64, res
 	s.ended(id, outcome, "")
 	log.Debug("call done", "is_error", res.IsError)
 	t, _ := s.state.Load().cat.Lookup(name)
-	return bound(res, s.cfg().Surface.MaxResultBytes, s.cfg().Secrets, t.OutputSchema)
+	return bound(res, s.cfg().Surface.MaxResultBytes, s.redactor(), t.OutputSchema)
 }
 
 // admit decides a call and records it. An allowed call comes back with

@@ -32,18 +32,14 @@ import (
 // result valid against its output schema, keep search's index free of
 // secrets. The exit is what makes them not load-bearing.
 type exit struct {
-	secrets func() []registry.Secret
-	limit   func() int
+	// settings gives the configuration in force at each message: its
+	// secrets and its redactor.
+	settings func() *settings
 }
 
 // exit is the one exit of s, reading the configuration in force at each
 // message.
-func (s *Server) exit() exit {
-	return exit{
-		secrets: func() []registry.Secret { return s.cfg().Secrets },
-		limit:   func() int { return s.cfg().Surface.MaxResultBytes },
-	}
-}
+func (s *Server) exit() exit { return exit{settings: s.current} }
 
 // boundSlack is room for the JSON-RPC envelope and the cut notice on top
 // of the result bound: the bound is on what the tool said, not the frame.
@@ -52,9 +48,8 @@ const boundSlack = 1 << 10
 // message returns msg as it may be sent: redacted, and bounded when it is
 // a result over the limit. msg is one JSON-RPC message without framing.
 func (x exit) message(msg []byte) []byte {
-	secrets := x.secrets()
-	redact := func(s string) string { return registry.Redact(s, secrets) }
-	limit := x.limit()
+	set := x.settings()
+	secrets, redact, limit := set.cfg.Secrets, set.redact.Redact, set.cfg.Surface.MaxResultBytes
 	big := limit > 0 && len(msg) > limit+boundSlack
 	if !big && clean(msg, secrets, redact) {
 		return msg

@@ -14,7 +14,8 @@ import (
 )
 
 func testExit(limit int, secrets ...registry.Secret) exit {
-	return exit{secrets: func() []registry.Secret { return secrets }, limit: func() int { return limit }}
+	set := &settings{cfg: &registry.Config{Secrets: secrets, Surface: registry.Surface{MaxResultBytes: limit}}, redact: registry.NewRedactor(secrets)}
+	return exit{settings: func() *settings { return set }}
 }
 
 const testToken = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"

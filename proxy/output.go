@@ -9,8 +9,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/quiver-mcp/quiver/registry"
 )
 
 // bound makes a downstream result safe to show: known secrets and
@@ -27,8 +25,7 @@ import (
 // content is shortened and must still validate, or the call becomes an
 // error that says why: never an invalid result. Without a schema, the
 // structured copy goes first, so the model keeps the readable part.
-func bound(res *mcp.CallToolResult, limit int, secrets []registry.Secret, outSchema json.RawMessage) *mcp.CallToolResult {
-	redact := func(s string) string { return registry.Redact(s, secrets) }
+func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSchema json.RawMessage) *mcp.CallToolResult {
 	for i, c := range res.Content {
 		switch c := c.(type) {
 		case mcp.TextContent:
@@ -235,10 +232,7 @@ func size(res *mcp.CallToolResult) int {
 // value, reporting whether anything changed.
 // redactor hides the configuration's secrets and credential shapes in a
 // string.
-func (s *Server) redactor() func(string) string {
-	secrets := s.cfg().Secrets
-	return func(t string) string { return registry.Redact(t, secrets) }
-}
+func (s *Server) redactor() func(string) string { return s.current().redact.Redact }
 
 // redactErr is err with the configuration's secrets hidden in its text.
 // It wraps nothing: mcp-go would find a wrapped error with data of its own

@@ -15,7 +15,7 @@ import (
 func TestBound(t *testing.T) {
 	secrets := []registry.Secret{{Var: "API_KEY", Value: "hunter2-secret"}}
 	t.Run("small_results_pass_untouched", func(t *testing.T) {
-		res := bound(mcp.NewToolResultText("fine"), 1024, secrets, nil)
+		res := bound(mcp.NewToolResultText("fine"), 1024, registry.NewRedactor(secrets).Redact, nil)
 		if text(res) != "fine" || res.Meta != nil {
 			t.Fatalf("got %q meta %v", text(res), res.Meta)
 		}
@@ -23,7 +23,7 @@ func TestBound(t *testing.T) {
 	t.Run("secrets_are_redacted_everywhere", func(t *testing.T) {
 		res := mcp.NewToolResultText("key=hunter2-secret")
 		res.StructuredContent = map[string]any{"key": "hunter2-secret"}
-		res = bound(res, 1024, secrets, nil)
+		res = bound(res, 1024, registry.NewRedactor(secrets).Redact, nil)
 		if strings.Contains(text(res), "hunter2") || !strings.Contains(text(res), "[redacted:API_KEY]") {
 			t.Fatalf("text: %q", text(res))
 		}
@@ -35,7 +35,7 @@ func TestBound(t *testing.T) {
 		big := strings.Repeat("ü", 40_000) // 80,000 bytes
 		res := mcp.NewToolResultText(big)
 		res.StructuredContent = map[string]any{"all": big}
-		res = bound(res, 16<<10, nil, nil)
+		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, nil)
 		if n := size(res); n > 16<<10 {
 			t.Fatalf("result is %d bytes, over the 16 KiB limit", n)
 		}
@@ -51,7 +51,7 @@ func TestBound(t *testing.T) {
 		// mcp-go sends these bytes, not StructuredContent.
 		res := mcp.NewToolResultText("[redacted]")
 		res.RawStructuredContent = json.RawMessage(`{"token":"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB","n":9223372036854775807}`)
-		res = bound(res, 1024, nil, nil)
+		res = bound(res, 1024, registry.NewRedactor(nil).Redact, nil)
 		b, _ := json.Marshal(res)
 		if strings.Contains(string(b), "ghp_0123") || !strings.Contains(string(b), "9223372036854775807") {
 			t.Fatalf("sent %s", b)
@@ -61,13 +61,13 @@ func TestBound(t *testing.T) {
 		raw := json.RawMessage(`{"x":"` + strings.Repeat("y", 1<<20) + `"}`)
 		res := mcp.NewToolResultText("short")
 		res.RawStructuredContent = raw
-		res = bound(res, 16<<10, nil, nil)
+		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, nil)
 		if res.StructuredContent != nil || res.RawStructuredContent != nil || text(res) != "short" || res.Meta.AdditionalFields["quiver/truncated"] != true {
 			t.Fatalf("structured kept %v, text %q, meta %v", res.StructuredContent != nil, text(res), res.Meta)
 		}
 		res = mcp.NewToolResultText("short")
 		res.RawStructuredContent = raw
-		res = bound(res, 16<<10, nil, json.RawMessage(`{"type":"object"}`))
+		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, json.RawMessage(`{"type":"object"}`))
 		if !res.IsError || !strings.Contains(text(res), "error.result_too_large") {
 			t.Fatalf("with an output schema, a result 64 times over the bound is an error: %q", text(res))
 		}
@@ -75,7 +75,7 @@ func TestBound(t *testing.T) {
 	t.Run("escaped_text_keeps_what_fits", func(t *testing.T) {
 		// Every < costs 6 bytes in JSON: a cut computed on raw bytes kept
 		// nothing of a large result like this.
-		res := bound(mcp.NewToolResultText(strings.Repeat("<a>", 200_000)), 16<<10, nil, nil)
+		res := bound(mcp.NewToolResultText(strings.Repeat("<a>", 200_000)), 16<<10, registry.NewRedactor(nil).Redact, nil)
 		if n := size(res); n > 16<<10 || len(text(res)) < 2<<10 {
 			t.Fatalf("size %d, kept %d bytes of text", n, len(text(res)))
 		}
@@ -84,7 +84,7 @@ func TestBound(t *testing.T) {
 		schema := json.RawMessage(`{"type":"object","properties":{"body":{"type":"string"},"id":{"type":"string"}},"required":["body","id"]}`)
 		res := mcp.NewToolResultText("see structured")
 		res.StructuredContent = map[string]any{"body": strings.Repeat("b", 100_000), "id": "n1"}
-		res = bound(res, 16<<10, nil, schema)
+		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, schema)
 		sc, _ := res.StructuredContent.(map[string]any)
 		if size(res) > 16<<10 || res.IsError || sc["id"] != "n1" || !strings.Contains(sc["body"].(string), "[quiver: cut here:") {
 			t.Fatalf("size %d error %v structured %.200v", size(res), res.IsError, res.StructuredContent)
@@ -94,12 +94,12 @@ func TestBound(t *testing.T) {
 		schema := json.RawMessage(`{"type":"object","properties":{"body":{"type":"string","maxLength":100000}}}`)
 		res := mcp.NewToolResultText("see structured")
 		res.StructuredContent = map[string]any{"body": strings.Repeat("b", 100_000)}
-		res = bound(res, 16<<10, nil, schema)
+		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, schema)
 		// maxLength holds after a cut; pattern would not: check the error path with one.
 		schema = json.RawMessage(`{"type":"object","properties":{"body":{"type":"string","pattern":"^b+$"}}}`)
 		res = mcp.NewToolResultText("see structured")
 		res.StructuredContent = map[string]any{"body": strings.Repeat("b", 100_000)}
-		res = bound(res, 16<<10, nil, schema)
+		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, schema)
 		if !res.IsError || res.StructuredContent != nil || !strings.Contains(text(res), "output schema") {
 			t.Fatalf("want an error result saying why, got error=%v %q", res.IsError, text(res))
 		}
@@ -109,7 +109,7 @@ func TestBound(t *testing.T) {
 			mcp.NewTextContent("caption"),
 			mcp.NewImageContent(strings.Repeat("A", 50_000), "image/png"),
 		}}
-		res = bound(res, 4<<10, nil, nil)
+		res = bound(res, 4<<10, registry.NewRedactor(nil).Redact, nil)
 		if size(res) > 4<<10 || !strings.HasPrefix(text(res), "caption") {
 			t.Fatalf("size %d, text %q", size(res), text(res))
 		}
@@ -146,7 +146,7 @@ func TestBoundRedactsEscapedSecretsInStructuredContent(t *testing.T) {
 	secrets := []registry.Secret{{Var: "DB_PASS", Value: "p&ss<w>rd\"1"}}
 	res := mcp.NewToolResultText("ok")
 	res.StructuredContent = map[string]any{"dsn": "postgres://u:p&ss<w>rd\"1@db", "nested": []any{"p&ss<w>rd\"1"}}
-	res = bound(res, 1<<20, secrets, nil)
+	res = bound(res, 1<<20, registry.NewRedactor(secrets).Redact, nil)
 	b, _ := json.Marshal(res.StructuredContent)
 	var back any
 	_ = json.Unmarshal(b, &back)

@@ -148,10 +148,18 @@ func (r *relay) begin(ctx context.Context, srv string, meta *mcp.Meta) (context.
 	end := func() {
 		r.mu.Lock()
 		delete(r.flights, f.id)
-		if f.token != "" {
-			delete(r.progress, f.token)
-		}
 		r.mu.Unlock()
+		if f.token != "" {
+			// mcp-go's client hands a notification to its handler on a
+			// goroutine of its own, so progress a server sent just before
+			// its answer can arrive after the call ended: the route stays
+			// a moment for it.
+			time.AfterFunc(progressGrace, func() {
+				r.mu.Lock()
+				delete(r.progress, f.token)
+				r.mu.Unlock()
+			})
+		}
 	}
 	return context.WithValue(ctx, flightKey{}, f), out, end
 }
@@ -677,6 +685,9 @@ func (r *relay) sessionRoots(ctx context.Context) []string {
 }
 
 const rootsTimeout = 5 * time.Second
+
+// progressGrace is how long a call's progress route outlives the call.
+const progressGrace = 2 * time.Second
 
 // rootsChanged forgets a session's roots and tells every downstream server
 // that roots changed, so each asks again.

@@ -21,8 +21,11 @@ import (
 // the gate compiled from its fence and policy, and the skills its folders
 // hold. They change together, with the catalog, at an install.
 type settings struct {
-	cfg    *registry.Config
-	gate   *gate.Gate
+	cfg  *registry.Config
+	gate *gate.Gate
+	// redact hides cfg's secrets (and credential shapes): built once per
+	// configuration, since it precomputes every form a secret takes.
+	redact *registry.Redactor
 	skills *skills.Library // from cfg's skills.dirs, read again on every reload
 }
 
@@ -73,7 +76,7 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
 	}
-	return &settings{cfg: cfg, gate: g}, nil
+	return &settings{cfg: cfg, gate: g, redact: registry.NewRedactor(cfg.Secrets)}, nil
 }
 
 // cfg is the configuration in force (before the first install, during
@@ -114,7 +117,7 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 	for _, w := range widening(s.current(), set) {
 		// Anyone who can write servers.yaml can widen what models may do;
 		// a person reading the log should see that it happened.
-		s.log.Warn("config: reload widens what calls may do", "change", registry.Redact(w, cfg.Secrets))
+		s.log.Warn("config: reload widens what calls may do", "change", set.redact.Redact(w))
 	}
 	prev := s.pending.Swap(set)
 	wait := s.installWait()

@@ -346,7 +346,7 @@ func (s *Server) install(cat *registry.Catalog) {
 	var serverTools []server.ServerTool
 	abouts := map[string]serverAbout{} // per server, once
 	for _, t := range cat.Tools {
-		redact := func(s string) string { return registry.Redact(s, cfg.Secrets) }
+		redact := set.redact.Redact
 		def := mcp.Tool{
 			Name:           t.Exposed,
 			Title:          redact(t.Title),
