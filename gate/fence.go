@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -123,7 +122,7 @@ func (r *resolver) resolveRoot(abs string) (string, error) {
 	if err := checkChars(abs); err != nil {
 		return "", err
 	}
-	return physical(filepath.Clean(abs), nil)
+	return resolveRootOS(filepath.Clean(abs))
 }
 
 // physical resolves an absolute path component by component, as the
@@ -335,12 +334,8 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 		if err := checkChars(f); err != nil {
 			return out, err
 		}
-		if isWindowsPath(f) {
-			if runtime.GOOS == "windows" {
-				unplaced("it is a Windows path, which quiver's fence does not resolve")
-			} else {
-				unplaced(fmt.Sprintf("it is a Windows path and this server runs on %s", runtime.GOOS))
-			}
+		if why := unplacedOS(f, fr); why != "" {
+			unplaced(why)
 			continue
 		}
 		var abs []string
