@@ -206,34 +206,55 @@ func (s *Server) ended(id int64, o gate.Outcome, detail string) {
 }
 
 // gateTool gives the gate the facts it needs about a catalog tool.
-func (s *Server) gateTool(t registry.Tool) *gate.Tool { return gateToolFor(s.cfg(), t) }
+func (s *Server) gateTool(t registry.Tool) *gate.Tool { return gateToolFor(s.current(), t) }
 
-func gateToolFor(cfg *registry.Config, t registry.Tool) *gate.Tool {
+func gateToolFor(set *settings, t registry.Tool) *gate.Tool {
 	a := t.Annotations
 	gt := &gate.Tool{Name: t.Exposed, Server: t.Server, Schema: t.InputSchema,
 		Hints: gate.Hints{ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint, Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint}}
-	if srv, ok := cfg.Server(t.Server); ok {
-		gt.Home = srv.Home()
+	if fr, ok := set.frames[t.Server]; ok {
+		// Clipped: frame appends the session's roots to a copy, never to
+		// the configuration's slice.
+		gt.Home, gt.Cwd, gt.Bases, gt.RelativeElsewhere = fr.home, fr.cwd, slices.Clip(fr.bases), fr.elsewhere
+		gt.PathArgs = fr.pathArgs[t.Name]
+	}
+	_, gt.SlashGated = set.cfg.SlashFor(t.Exposed)
+	return gt
+}
+
+// A serverFrame is where a server puts the paths it is given, worked out
+// once per configuration (a folder argument is looked up on disk).
+type serverFrame struct {
+	home, cwd string
+	bases     []string
+	elsewhere bool
+	pathArgs  map[string][]string
+}
+
+// frames works out every server's frame for cfg.
+func frames(cfg *registry.Config) map[string]serverFrame {
+	out := make(map[string]serverFrame, len(cfg.Servers))
+	for _, srv := range cfg.Servers {
+		fr := serverFrame{home: srv.Home(), pathArgs: srv.PathArgs}
 		if srv.Transport == registry.TransportStdio {
 			// Where the child runs: its cwd:, else quiver's, which it
 			// inherits. A bare name is found there.
-			gt.Cwd, _ = filepath.Abs(srv.Cwd) // "" is quiver's own
+			fr.cwd, _ = filepath.Abs(srv.Cwd) // "" is quiver's own
 		}
 		switch srv.PathBase {
 		case "":
 			// Undeclared: quiver cannot know where the server puts a
 			// relative path, so the gate holds every one to be outside.
 		case registry.PathBaseRoots:
-			gt.Bases = srv.RootDirs() // the session's roots join in frame
+			fr.bases = srv.RootDirs() // the session's roots join in frame
 		case registry.PathBaseNone:
-			gt.RelativeElsewhere = true
+			fr.elsewhere = true
 		default:
-			gt.Bases = []string{srv.PathBase}
+			fr.bases = []string{srv.PathBase}
 		}
-		gt.PathArgs = srv.PathArgs[t.Name]
+		out[srv.Name] = fr
 	}
-	_, gt.SlashGated = cfg.SlashFor(t.Exposed)
-	return gt
+	return out
 }
 
 // frame completes the server's frame for one call: a server that resolves

@@ -92,7 +92,7 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 // opTool is the gate's view of a pass-through operation on srv: a read,
 // judged in the server's frame like its tools.
 func (s *Server) opTool(name, srv string) *gate.Tool {
-	return gateToolFor(s.cfg(), registry.Tool{Exposed: name, Server: srv, Name: name,
+	return gateToolFor(s.current(), registry.Tool{Exposed: name, Server: srv, Name: name,
 		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)}})
 }
 

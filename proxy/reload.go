@@ -26,6 +26,8 @@ type settings struct {
 	// redact hides cfg's secrets (and credential shapes): built once per
 	// configuration, since it precomputes every form a secret takes.
 	redact *registry.Redactor
+	// frames are the servers' path frames (dispatch.go).
+	frames map[string]serverFrame
 	skills *skills.Library // from cfg's skills.dirs, read again on every reload
 }
 
@@ -76,7 +78,7 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
 	}
-	return &settings{cfg: cfg, gate: g, redact: registry.NewRedactor(cfg.Secrets)}, nil
+	return &settings{cfg: cfg, gate: g, redact: registry.NewRedactor(cfg.Secrets), frames: frames(cfg)}, nil
 }
 
 // cfg is the configuration in force (before the first install, during

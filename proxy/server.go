@@ -365,7 +365,7 @@ func (s *Server) install(cat *registry.Catalog) {
 		}); ok {
 			def.Annotations = a
 		}
-		if set.gate.ClassOf(gateToolFor(cfg, t)) == gate.ClassExecute {
+		if set.gate.ClassOf(gateToolFor(set, t)) == gate.ClassExecute {
 			// The gate wants a justification for execution; the model can
 			// only give one if the schema it reads has the field.
 			def.RawInputSchema = gate.WithJustification(t.InputSchema)
