@@ -369,6 +369,11 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 			switch {
 			case fr.elsewhere && !tilde && !isFileURI(f):
 				// Not a file here: nothing to judge.
+			case otherSchemeURI(f):
+				// test://example, https://host/x: a URI, not a file name.
+				// Read literally it is a relative name no further from
+				// the server's folder than a bare word, which the fence
+				// does not judge either; with a ".." part it is a path.
 			case out.unresolved != "":
 			case tilde:
 				unplaced("a server that does not expand ~ reads it as a relative path, and this server declares no path_base")
@@ -450,6 +455,22 @@ func hasPathShape(s string) bool {
 		return shaped(norm.NFKC.String(t))
 	}
 	return false
+}
+
+// otherSchemeURI reports whether t is a URI of a scheme other than file:
+// (scheme://...) with no ".." part.
+func otherSchemeURI(t string) bool {
+	i := strings.Index(t, "://")
+	if i <= 0 || isFileURI(t) {
+		return false
+	}
+	for j, r := range t[:i] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || j > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	parts := strings.FieldsFunc(t[i+3:], func(r rune) bool { return r == '/' || r == '\\' })
+	return !slices.Contains(parts, "..")
 }
 
 // relativeShaped reports whether t looks like a relative path: no white

@@ -58,6 +58,12 @@ func TestServerFrame(t *testing.T) {
 			want{Ask, CodeAskReadOutside, nil}},
 		{"tilde_elsewhere_is_still_judged", Policy{}, elsewhere(), `{"path":"~/a.txt"}`,
 			want{Ask, CodeAskReadOutside, nil}},
+		// A prompt's "resourceUri": "test://example-resource" is a URI, not
+		// a file name (the MCP conformance suite caught this).
+		{"uri_of_another_scheme_under_a_path_name", Policy{}, framed(ClassRead, nil, ""), `{"resourceUri":"test://example-resource","uri":"https://example.com/a/b"}`,
+			want{Allow, CodeAllow, nil}},
+		{"uri_of_another_scheme_climbing_is_a_path", Policy{}, framed(ClassRead, nil, ""), `{"uri":"x://a/../../etc/passwd"}`,
+			want{Ask, CodeAskReadOutside, nil}},
 		{"relative_inside_the_one_base", Policy{}, framed(ClassRead, []string{sub}, ""), `{"path":"../a.txt"}`,
 			want{Allow, CodeAllow, nil}},
 		{"empty_is_the_base", Policy{}, framed(ClassRead, []string{sub}, ""), `{"path":""}`,
