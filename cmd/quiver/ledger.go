@@ -33,8 +33,8 @@ func openLedger(ctx context.Context, e *env, c *common) (*gate.Ledger, error) {
 // stateFlags are the flags of the ledger commands: the state dir, and the
 // config whose secrets they hide from what they print.
 func stateFlags(fs *flag.FlagSet, c *common) {
-	fs.StringVar(&c.stateDir, "state-dir", "", "quiver's state dir (default: $XDG_STATE_HOME/quiver)")
-	fs.StringVar(&c.config, "config", "", "servers.yaml whose secrets to hide (default: ./servers.yaml, else $XDG_CONFIG_HOME/quiver/servers.yaml, else built in)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "quiver's state dir (default: "+stateDirHelp+")")
+	fs.StringVar(&c.config, "config", "", "servers.yaml whose secrets to hide (default: ./servers.yaml, else servers.yaml in "+configDirHelp+", else built in)")
 }
 
 // redactor hides secrets in what a ledger command prints. The ledger

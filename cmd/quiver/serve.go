@@ -68,7 +68,9 @@ servers.yaml's http: section (read at start; restart to change it):
 
 Flags:
   --config PATH      servers.yaml to use (default: ./servers.yaml, else
-                     $XDG_CONFIG_HOME/quiver/servers.yaml, else built in)
+                     servers.yaml in quiver's config dir: ~/.config/quiver
+                     on Linux, ~/Library/Application Support/quiver on
+                     macOS, %AppData%\\quiver on Windows; else built in)
   --toggles PATH     the tool toggles file (default: tools.yaml beside
                      servers.yaml; see "quiver help tools")
   --http ADDR        serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765)
@@ -81,7 +83,9 @@ Flags:
                      not given. No tool may read this file, and the token
                      shows as [redacted:QUIVER_AUTH_TOKEN] in every result,
                      log line and error.
-  --state-dir DIR    quiver's state (default: $XDG_STATE_HOME/quiver)
+  --state-dir DIR    quiver's state (default: ~/.local/state/quiver on
+                     Linux, ~/Library/Application Support/quiver/state on
+                     macOS, %LocalAppData%\\quiver\\state on Windows)
   --log-level LEVEL  debug, info, warn or error (default info)`,
 		run: runServe,
 	}
