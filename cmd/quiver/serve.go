@@ -70,7 +70,7 @@ Flags:
   --config PATH      servers.yaml to use (default: ./servers.yaml, else
                      servers.yaml in quiver's config dir: ~/.config/quiver
                      on Linux, ~/Library/Application Support/quiver on
-                     macOS, %AppData%\\quiver on Windows; else built in)
+                     macOS, %AppData%\quiver on Windows; else built in)
   --toggles PATH     the tool toggles file (default: tools.yaml beside
                      servers.yaml; see "quiver help tools")
   --http ADDR        serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765)
@@ -85,7 +85,7 @@ Flags:
                      log line and error.
   --state-dir DIR    quiver's state (default: ~/.local/state/quiver on
                      Linux, ~/Library/Application Support/quiver/state on
-                     macOS, %LocalAppData%\\quiver\\state on Windows)
+                     macOS, %LocalAppData%\quiver\state on Windows)
   --log-level LEVEL  debug, info, warn or error (default info)`,
 		run: runServe,
 	}
