@@ -43,9 +43,11 @@ func pair(b *testing.B) (direct, proxied *client.Client) {
 	dir := b.TempDir()
 	direct = connect(b, "example-server", "--test-tools", "--notes", filepath.Join(dir, "direct.json"))
 	cfg := filepath.Join(dir, "servers.yaml")
-	// search_text reads this package's folder: let the fence allow it.
+	// search_text reads this package's folder ("."): let the fence allow
+	// it, and say where the example server puts a relative path (the
+	// folder it runs in, which is quiver's and this test's).
 	wd, _ := os.Getwd()
-	os.WriteFile(cfg, []byte(exampleConfig("direct", "fence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
+	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: "+wd+"\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
 	proxied = connect(b, "serve", "--config", cfg, "--state-dir", dir, "--log-level", "error")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
