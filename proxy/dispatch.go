@@ -249,6 +249,10 @@ func frames(cfg *registry.Config) map[string]serverFrame {
 			fr.bases = srv.RootDirs() // the session's roots join in frame
 		case registry.PathBaseNone:
 			fr.elsewhere = true
+		case registry.PathBaseCwd:
+			if fr.cwd != "" {
+				fr.bases = []string{fr.cwd}
+			}
 		default:
 			fr.bases = []string{srv.PathBase}
 		}

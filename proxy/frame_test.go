@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -24,6 +25,10 @@ func TestPathBaseReachesTheGate(t *testing.T) {
 		{"    path_base: none\n", "README.md", ""},
 		{"    path_base: none\n", "/etc/hostname", codeApprovalUnavailable},
 		{"", "README.md", codeApprovalUnavailable},
+		// The rig's server runs in quiver's folder; this package's folder
+		// is not in its fence, so a relative name there is outside.
+		{"    path_base: cwd\n", "README.md", codeApprovalUnavailable},
+		{"    path_base: cwd\nfence:\n  allowed_dirs: [\"" + mustWd(t) + "\"]\n", "README.md", ""},
 	} {
 		r := newRig(t, rigServer+tc.entry+"surface:\n  always_on: [ex__get_file]\n", get)
 		res := r.connect("s").call("ex__get_file", map[string]any{"path": tc.path})
@@ -32,4 +37,12 @@ func TestPathBaseReachesTheGate(t *testing.T) {
 			t.Errorf("%q %q: want an ask about reading outside, got %s", tc.entry, tc.path, res.text())
 		}
 	}
+}
+
+func mustWd(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

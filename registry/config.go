@@ -215,6 +215,10 @@ const (
 	// this machine (a path in a repository, a key in a bucket): the fence
 	// leaves them alone and still judges absolute paths and ~.
 	PathBaseNone = "none"
+	// PathBaseCwd is for a server that resolves relative paths against
+	// the folder it runs in (its cwd:, else quiver's own), as most
+	// programs do.
+	PathBaseCwd = "cwd"
 )
 
 // Spec is what a server entry says about how to reach the server, as

@@ -80,10 +80,10 @@ func expandTilde(p, home string) (string, bool) {
 // the config file at configPath) and cleaned.
 func pathBase(v, home, configPath string) (string, error) {
 	switch {
-	case v == PathBaseRoots, v == PathBaseNone:
+	case v == PathBaseRoots, v == PathBaseNone, v == PathBaseCwd:
 		return v, nil
 	case strings.TrimSpace(v) == "":
-		return "", errors.New("is empty; give a folder, roots for a server that resolves paths against its allowed folders, or none for one whose paths are not files here")
+		return "", errors.New("is empty; give a folder, cwd for a server that resolves paths against the folder it runs in, roots for one that resolves them against its allowed folders, or none for one whose paths are not files here")
 	case strings.HasPrefix(v, "~"):
 		if home == "" {
 			return "", fmt.Errorf("%q starts with ~, but the server has no HOME (set one in its env, or give an absolute folder)", v)

@@ -247,6 +247,7 @@ func TestPathBase(t *testing.T) {
 	for _, tc := range []struct{ entry, want string }{
 		{"command: x\n    path_base: roots", PathBaseRoots},
 		{"command: x\n    path_base: none", PathBaseNone},
+		{"command: x\n    path_base: cwd", PathBaseCwd},
 		{"command: x\n    path_base: /srv/../srv/./data/", "/srv/data"},
 		{"command: x\n    path_base: ${DATA}", "/srv/data"},
 		{"command: x\n    env: {HOME: /home/srv}\n    path_base: ~/proj", "/home/srv/proj"},

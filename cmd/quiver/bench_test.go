@@ -47,7 +47,7 @@ func pair(b *testing.B) (direct, proxied *client.Client) {
 	// it, and say where the example server puts a relative path (the
 	// folder it runs in, which is quiver's and this test's).
 	wd, _ := os.Getwd()
-	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: "+wd+"\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
+	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: cwd\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
 	proxied = connect(b, "serve", "--config", cfg, "--state-dir", dir, "--log-level", "error")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
