@@ -571,7 +571,7 @@ func checkValid(t *testing.T, cfg *Config) {
 		}
 	}
 	for _, srv := range cfg.Servers {
-		if pb := srv.PathBase; pb != "" && pb != PathBaseRoots && (!filepath.IsAbs(pb) || filepath.Clean(pb) != pb) {
+		if pb := srv.PathBase; pb != "" && pb != PathBaseRoots && pb != PathBaseNone && pb != PathBaseCwd && (!filepath.IsAbs(pb) || filepath.Clean(pb) != pb) {
 			t.Fatalf("server %s: path_base %q", srv.Name, pb)
 		}
 		if srv.Transport != TransportStdio && (len(srv.EnvPassthrough) > 0 || srv.Home() != "") {
