@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"time"
 	"unicode"
 
-	quiver "github.com/quiver-mcp/quiver"
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -46,14 +44,7 @@ func stateFlags(fs *flag.FlagSet, c *common) {
 // shapes still apply, and stderr says so.
 func redactor(e *env, c *common) func(string) string {
 	var secrets []registry.Secret
-	path := c.serversPath(e)
-	var cfg *registry.Config
-	var err error
-	if path == "" {
-		cfg, err = registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
-	} else {
-		cfg, err = registry.LoadConfig(path)
-	}
+	cfg, err := c.parse(e)
 	if tok := strings.TrimSpace(e.getenv("QUIVER_AUTH_TOKEN")); tok != "" {
 		secrets = append(secrets, registry.Secret{Var: "QUIVER_AUTH_TOKEN", Value: tok})
 	}

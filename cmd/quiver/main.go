@@ -177,14 +177,7 @@ func (c *common) register(fs *flag.FlagSet) {
 
 // load finds and validates the configuration and its toggles file.
 func (c *common) load(e *env) (*registry.Config, error) {
-	path := c.serversPath(e)
-	var cfg *registry.Config
-	var err error
-	if path == "" {
-		cfg, err = registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
-	} else {
-		cfg, err = registry.LoadConfig(path)
-	}
+	cfg, err := c.parse(e)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +185,14 @@ func (c *common) load(e *env) (*registry.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// parse finds and validates the configuration, without its toggles.
+func (c *common) parse(e *env) (*registry.Config, error) {
+	if path := c.serversPath(e); path != "" {
+		return registry.LoadConfig(path)
+	}
+	return registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
 }
 
 // serversPath is the servers.yaml in use; "" for the built-in one.
