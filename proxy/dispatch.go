@@ -270,7 +270,9 @@ func (s *Server) frame(t *gate.Tool, roots []string) {
 		return
 	}
 	if srv, ok := s.cfg().Server(t.Server); ok && srv.PathBase == registry.PathBaseRoots {
-		for _, r := range roots {
+		// This session's roots, and every root the server was ever given
+		// by any session: it keeps them.
+		for _, r := range append(slices.Clone(roots), s.relay.givenRoots(t.Server)...) {
 			if p, err := rootPath(r); err == nil {
 				t.Bases = append(t.Bases, p)
 			}

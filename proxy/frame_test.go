@@ -46,3 +46,23 @@ func mustWd(t *testing.T) string {
 	}
 	return wd
 }
+
+// A server-filesystem process serves every session and keeps the last
+// roots any of them gave it; a relative name is judged against all of
+// them, whichever session calls (red team: B read "secret.txt" from A's
+// root).
+func TestRootsGivenByAnySessionAreBases(t *testing.T) {
+	yes := true
+	read := registry.Tool{Server: "ex", Name: "read", Exposed: "ex__read", Annotations: mcp.ToolAnnotation{ReadOnlyHint: &yes},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
+	inside, other := t.TempDir(), t.TempDir()
+	r := newRig(t, "servers:\n  ex:\n    command: never-started\n    args: ["+inside+"]\n    path_base: roots\nfence:\n  allowed_dirs: ["+inside+"]\nsurface:\n  always_on: [ex__read]\n", read)
+	b := r.connect("b")
+	wantCode(t, b.call("ex__read", map[string]any{"path": "notes.txt"}), "")
+	r.s.relay.gaveRoots("ex", []mcp.Root{{URI: "file://" + other}}) // session A's, long gone
+	res := b.call("ex__read", map[string]any{"path": "notes.txt"})
+	wantCode(t, res, codeApprovalUnavailable)
+	if !strings.Contains(res.text(), other) {
+		t.Fatalf("the refusal does not name the other root's reading: %s", res.text())
+	}
+}

@@ -59,6 +59,7 @@ type relay struct {
 	levels   map[string]mcp.LoggingLevel     // sessions that set a logging level
 	subs     map[string]map[string]bool      // exposed resource URI -> sessions
 	roots    map[string]*rootsCache          // per session, for the gate
+	given    map[string][]string             // per server, every root it was given
 }
 
 // A flight is one request quiver forwarded downstream and still waits on.
@@ -74,6 +75,7 @@ type flight struct {
 }
 
 type progressRoute struct {
+	server  string // the server the token was given to
 	session string
 	token   mcp.ProgressToken // the upstream client's own token
 	// ctx is the call's, for a client without a session: no id reaches
@@ -99,6 +101,7 @@ func newRelay(s *Server) *relay {
 		levels:   map[string]mcp.LoggingLevel{},
 		subs:     map[string]map[string]bool{},
 		roots:    map[string]*rootsCache{},
+		given:    map[string][]string{},
 	}
 }
 
@@ -128,8 +131,11 @@ func (r *relay) begin(ctx context.Context, srv string, meta *mcp.Meta) (context.
 			}
 		}
 		if meta.ProgressToken != nil {
-			f.token = fmt.Sprintf("quiver-%d", f.id)
-			route := progressRoute{session: sid, token: meta.ProgressToken}
+			// Unguessable, and tied to the server it was given to: a
+			// server cannot speak for another's call (red team: one
+			// server counted through quiver-1..59 into others' calls).
+			f.token = "quiver-" + newRunID()
+			route := progressRoute{session: sid, token: meta.ProgressToken, server: srv}
 			if sessionID(ctx) == "" {
 				route.ctx = ctx
 			}
@@ -328,6 +334,10 @@ func (p peer) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (
 // Elicit relays elicitation/create.
 func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	const method = "elicitation/create"
+	// The person must see who asks: a server's form could copy an
+	// approval card word for word (red team), and the answer goes to the
+	// server, not to quiver's gate.
+	req.Params.Message = fmt.Sprintf("The server %q asks (this is not a quiver approval card): %s", p.server, req.Params.Message)
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
 	if resp, ok, perr := p.parked(ctx, err, method, mcp.NewElicitationInputRequest(req.Params)); ok {
 		return resp.Elicitation, perr
@@ -352,8 +362,13 @@ func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.Elic
 
 // ListRoots relays roots/list: downstream servers see the upstream
 // client's roots.
-func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (res *mcp.ListRootsResult, err error) {
 	const method = "roots/list"
+	defer func() {
+		if err == nil && res != nil {
+			p.r.gaveRoots(p.server, res.Roots)
+		}
+	}()
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
 	if resp, ok, perr := p.parked(ctx, err, method, mcp.NewRootsInputRequest()); ok {
 		return resp.Roots, perr
@@ -365,8 +380,31 @@ func (p peer) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.Lis
 	if clientCaps(sess).Roots == nil {
 		return nil, p.fail(method, fmt.Errorf("%w: session %q's client did not declare roots", errNoCapability, sess.SessionID()))
 	}
-	res, err := p.r.s.mcp.RequestRoots(uctx, req)
+	res, err = p.r.s.mcp.RequestRoots(uctx, req)
 	return res, p.done(method, err)
+}
+
+// gaveRoots remembers roots a server was given. A server process serves
+// every session, keeps the last roots any session gave it, and keeps them
+// when a later list is empty (server-filesystem does): so for a server
+// that resolves against its roots, every root it was ever given is one of
+// its bases, whichever session calls (red team: session B read a relative
+// name from session A's root).
+func (r *relay) gaveRoots(srv string, roots []mcp.Root) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, root := range roots {
+		if !slices.Contains(r.given[srv], root.URI) {
+			r.given[srv] = append(r.given[srv], root.URI)
+		}
+	}
+}
+
+// givenRoots are the roots server srv was ever given.
+func (r *relay) givenRoots(srv string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.given[srv])
 }
 
 // answerInput answers input requests a downstream's tools/call result
@@ -442,6 +480,9 @@ func (r *relay) relayProgress(srv string, n mcp.JSONRPCNotification) {
 	r.mu.Lock()
 	route, ok := r.progress[tok]
 	r.mu.Unlock()
+	if ok && route.server != srv {
+		ok = false // another server's token: it speaks for no call of its own
+	}
 	if !ok {
 		r.s.log.Warn("progress for a token quiver never issued (or whose call ended); dropped", "server", srv, "token", tok)
 		return
@@ -540,6 +581,13 @@ func (r *relay) forwardLevel(srv string) {
 func (r *relay) relayUpdated(srv string, n mcp.JSONRPCNotification) {
 	uri, _ := n.Params.AdditionalFields["uri"].(string)
 	exposed := r.s.pass.exposeURI(srv, uri)
+	if owner, _, err := r.s.pass.resolve(exposed); err != nil || owner != srv {
+		// A server speaks for its own resources only: an update for a URI
+		// another server owns is not passed on (red team: one server
+		// faked another's updates).
+		r.s.log.Warn("resource update for a URI this server does not own; dropped", "server", srv, "uri", r.s.redactor()(uri))
+		return
+	}
 	r.mu.Lock()
 	targets := slices.Collect(maps.Keys(r.subs[exposed]))
 	r.mu.Unlock()

@@ -256,6 +256,15 @@ func TestRelayProgress(t *testing.T) {
 		}
 	})
 
+	t.Run("another_servers_call", func(t *testing.T) {
+		// A server speaks for its own calls only: b cannot send progress
+		// into a call quiver made to a (red team: forged progress).
+		s.relay.notification("b", progress(metaA.ProgressToken, 9))
+		if got := append(a.drained(), b.drained()...); len(got) != 0 {
+			t.Fatalf("another server's progress reached a session: %v", got)
+		}
+	})
+
 	t.Run("a_token_quiver_never_issued", func(t *testing.T) {
 		s.relay.notification("a", progress("made-up", 1))
 		s.relay.notification("a", progress(42, 1))
