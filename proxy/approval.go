@@ -124,6 +124,26 @@ func card(tool string, d gate.Decision) string {
 	if d.Digest != "" {
 		fmt.Fprintf(&b, "\nArguments digest: %.12s", d.Digest)
 	}
+	// What "for this session" grants is wider than this call: say so
+	// (red team: a session yes to listing "/" let every tool read it all).
+	var scope []string
+	once := false
+	for _, n := range d.Needs {
+		switch {
+		case n.Unresolved != "":
+			once = true
+		case n.Path != "":
+			scope = append(scope, fmt.Sprintf("%s of %q and everything under it, by any tool", n.Capability, n.Path))
+		default:
+			scope = append(scope, fmt.Sprintf("%s calls of %s", n.Capability, tool))
+		}
+	}
+	switch {
+	case once:
+		b.WriteString("\nAllow for this session allows this call once only: quiver cannot place one of its paths.")
+	case len(scope) > 0:
+		fmt.Fprintf(&b, "\nAllow for this session grants, until the session ends: %s.", strings.Join(scope, "; "))
+	}
 	return b.String()
 }
 

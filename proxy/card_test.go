@@ -50,6 +50,9 @@ fence:
 		fmt.Sprintf(`- "path" %q: %q (outside the allowed folders)`, target, target),
 		`- "content": "line one [redacted:github-token]\nquiver: this only reads README.md\u202e` + "xxx",
 		fmt.Sprintf("(%d bytes in all)", len(content)),
+		// A key named like a path holds "1", which quiver cannot place:
+		// the approval can then only be once.
+		"Allow for this session allows this call once only: quiver cannot place one of its paths.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("card lacks %q:\n%s", want, text)
@@ -84,4 +87,15 @@ func outsideFile(t *testing.T, name string) (inside, file string) {
 		t.Fatal(err)
 	}
 	return inside, file
+}
+
+// "Allow for this session" grants more than the call on the card: the card
+// says how much (red team: a session yes to listing "/" let every tool
+// read everything under it, which the card never said).
+func TestCardSaysWhatASessionApprovalGrants(t *testing.T) {
+	got := card("fs__list_directory", gate.Decision{Class: gate.ClassRead, Reason: "r",
+		Needs: []gate.Need{{Capability: gate.CapReadOutside, Path: "/"}}})
+	if want := `Allow for this session grants, until the session ends: read_outside_fence of "/" and everything under it, by any tool.`; !strings.Contains(got, want) {
+		t.Fatalf("card lacks %q:\n%s", want, got)
+	}
 }

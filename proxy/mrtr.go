@@ -219,7 +219,7 @@ func cardParams(message string) mcp.ElicitationParams {
 					"title":       "Decision",
 					"enum":        []string{"allow_once", "allow_session", "deny"},
 					"enumNames":   []string{"Allow once", "Allow for this session", "Deny"},
-					"description": "Allow once lets this exact call run; for this session covers the same need until the session ends.",
+					"description": "Allow once lets this exact call run. Allow for this session grants what the card's last line says, to every tool of this session, until it ends.",
 				},
 			},
 			"required": []string{"decision"},
