@@ -40,6 +40,9 @@ type command struct {
 	usage   string // the synopsis line after "quiver"
 	help    string // everything else "quiver help NAME" prints
 	run     func(ctx context.Context, env *env, args []string) error
+	// raw commands write a protocol or a file to stdout, byte for byte;
+	// every other command's output is for a terminal (terminal.go).
+	raw bool
 }
 
 // env is what a command runs with; tests give their own.
@@ -49,17 +52,19 @@ type env struct {
 	getenv         func(string) string
 }
 
+func rawCmd(c *command) *command { c.raw = true; return c }
+
 func commands() map[string]*command {
 	return map[string]*command{
-		"serve":          serveCmd(),
+		"serve":          rawCmd(serveCmd()),
 		"search":         searchCmd(),
 		"tools":          toolsCmd(),
 		"config":         configCmd(),
-		"import":         importCmd(),
+		"import":         rawCmd(importCmd()),
 		"doctor":         doctorCmd(),
 		"tokens":         tokensCmd(),
 		"version":        versionCmd(),
-		"example-server": exampleServerCmd(),
+		"example-server": rawCmd(exampleServerCmd()),
 		"approve":        approveCmd(),
 		"deny":           denyCmd(),
 		"grants":         grantsCmd(),
@@ -97,6 +102,11 @@ func run(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		fmt.Fprintf(e.stderr, "quiver: no command %q; run \"quiver help\" for the list\n", args[0])
 		return exitUsage
+	}
+	if !c.raw {
+		te := *e
+		te.stdout, te.stderr = &terminalWriter{w: e.stdout}, &terminalWriter{w: e.stderr}
+		e = &te
 	}
 	err := c.run(ctx, e, args[1:])
 	switch {
