@@ -58,6 +58,11 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 			real = rp.Path
 		}
 	}
+	// Look before opening: opening a FIFO or a device waits for a writer
+	// that may never come (red team: read_file hung on a FIFO).
+	if info, err := os.Stat(real); err == nil && !info.Mode().IsRegular() && !info.IsDir() {
+		return fail(fmt.Errorf("%s is not a regular file; read_file reads files", path))
+	}
 	fh, err := os.Open(real)
 	if err != nil {
 		return fail(err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -36,5 +37,34 @@ func TestReadFileOpensWhatTheGateResolved(t *testing.T) {
 		if got := text(res); res.IsError || !strings.Contains(got, "the notes") {
 			t.Errorf("read_file %q: %s", p, got)
 		}
+	}
+}
+
+// read_file does not open what is not a file: opening a FIFO waits for a
+// writer that may never come (red team: the call hung).
+func TestReadFileRefusesAFIFO(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(root, "pipe")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	c := inProcess(t, "fence:\n  allowed_dirs: ["+root+"]\n", mcp.InitializeRequest{})
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "read_file", map[string]any{"path": fifo}
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := c.CallTool(context.Background(), req)
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res == nil || !res.IsError || !strings.Contains(text(res), "not a regular file") {
+			t.Fatalf("read_file of a FIFO: %v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("read_file of a FIFO hung")
 	}
 }
