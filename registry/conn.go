@@ -40,6 +40,10 @@ type conn struct {
 	// refreshMu keeps re-lists in order, so an older list never replaces a
 	// newer one.
 	refreshMu sync.Mutex
+	// wanted and listing coalesce list_changed: one re-list runs at a time
+	// and one more follows if any came meanwhile, however many (red team:
+	// 60,000 notifications made 11,396 re-lists in 15 s).
+	wanted, listing atomic.Bool
 	// life is set by launch and used by Apply (reload.go).
 	life
 }
@@ -229,7 +233,10 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			c.relist.Store(true)
 			// Never list on the read loop: the answer would wait behind us.
-			go c.refresh(ctx, cl)
+			c.wanted.Store(true)
+			if c.listing.CompareAndSwap(false, true) {
+				go c.refreshes(ctx, cl)
+			}
 		}
 		if f := c.reg.opts.OnNotification; f != nil {
 			f(c.srv.Name, n)
@@ -256,6 +263,20 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 }
 
 // refresh re-lists the tools after the server said they changed.
+// refreshes re-lists while list_changed keeps coming, one list at a time.
+func (c *conn) refreshes(ctx context.Context, cl *client.Client) {
+	for {
+		for c.wanted.Swap(false) {
+			c.refresh(ctx, cl)
+		}
+		c.listing.Store(false)
+		// One may have come between the last Swap and the Store.
+		if !c.wanted.Load() || !c.listing.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
 func (c *conn) refresh(ctx context.Context, cl *client.Client) {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +105,8 @@ func runChild(mode string) int {
 		err = exampleserver.Serve(ctx, exampleserver.Options{NotesFile: os.Getenv(childNotesEnv), TestTools: true}, os.Stdin, os.Stdout)
 	case "listchanged":
 		err = serveListChanged(ctx)
+	case "listflood":
+		err = serveListFlood(ctx)
 	case "env":
 		s := server.NewMCPServer("env", "1", server.WithToolCapabilities(false))
 		s.AddTool(mcp.NewToolWithRawSchema("environ", "The server's environment.", []byte(`{"type":"object"}`)),
@@ -136,6 +139,30 @@ func runChild(mode string) int {
 		_ = os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())+".clean"), nil, 0o644)
 	}
 	return 0
+}
+
+// serveListFlood sends 2,000 tools/list_changed right after the first
+// tools/list, and answers its tool "lists" with how many lists it served.
+func serveListFlood(ctx context.Context) error {
+	hooks := &server.Hooks{}
+	s := server.NewMCPServer("listflood", "1", server.WithToolCapabilities(true), server.WithHooks(hooks))
+	var lists atomic.Int64
+	var once sync.Once
+	hooks.AddAfterListTools(func(context.Context, any, *mcp.ListToolsRequest, *mcp.ListToolsResult) {
+		lists.Add(1)
+		once.Do(func() {
+			go func() {
+				for range 2000 {
+					s.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+				}
+			}()
+		})
+	})
+	s.AddTool(mcp.NewToolWithRawSchema("lists", "How many tools/list it answered.", []byte(`{"type":"object"}`)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strconv.FormatInt(lists.Load(), 10)), nil
+		})
+	return server.NewStdioServer(s).Listen(ctx, os.Stdin, os.Stdout)
 }
 
 // serveListChanged serves tool "first" and, once the first tools/list has

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -468,6 +469,24 @@ func TestDownstreamListChangedRelists(t *testing.T) {
 	if out, err := h.call("lc__second", `{}`); err != nil || out != "second" {
 		t.Errorf("call lc__second: %q %v", out, err)
 	}
+}
+
+// A flood of list_changed is coalesced: one re-list at a time, and one
+// more if any came meanwhile (red team: 60,000 made 11,396 re-lists).
+func TestListChangedFloodIsCoalesced(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, "servers:\n  lf:\n    command: ${BIN}\n    env: {"+childEnv+": listflood}\n", nil, Options{})
+	h.ready()
+	time.Sleep(2 * time.Second) // the flood has been sent and handled
+	out, err := h.call("lf__lists", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(out)
+	if n < 2 || n > 100 {
+		t.Fatalf("2,000 list_changed made %d tools/list (want a few: coalesced, and at least one re-list)", n)
+	}
+	t.Logf("2,000 list_changed made %d tools/list", n)
 }
 
 // A server that changes its tools while quiver is still listing them must
