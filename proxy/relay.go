@@ -606,6 +606,13 @@ func (r *relay) relayUpdated(srv string, n mcp.JSONRPCNotification) {
 	}
 }
 
+// sessionCount is how many upstream sessions are registered.
+func (r *relay) sessionCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
+}
+
 // register and unregister follow mcp-go's session hooks.
 func (r *relay) register(cs server.ClientSession) {
 	r.mu.Lock()

@@ -46,6 +46,9 @@ type Options struct {
 	// folder. No downstream call may read or write them (the gate's
 	// deny.protected_path), or a model could widen its own fence.
 	Protected []string
+	// MaxSessions bounds the HTTP sessions open at once (default 1000):
+	// past it a new client gets 503 until one closes or idles out.
+	MaxSessions int
 }
 
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
@@ -116,6 +119,9 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 1000
 	}
 	// Check the config before opening the ledger; the gate is built below.
 	if _, err := newSettings(cfg, opts.StateDir); err != nil {
@@ -278,11 +284,24 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // (an unknown session id gets 404 so the client re-initializes) and
 // mcp-go's DNS-rebinding protection.
 func (s *Server) HTTPHandler() http.Handler {
-	return sseResponses(httpExit(server.NewStreamableHTTPServer(s.mcp,
+	h := sseResponses(httpExit(server.NewStreamableHTTPServer(s.mcp,
 		server.WithStateful(true),
 		server.WithSessionIdleTTL(30*time.Minute),
 		server.WithStreamableHTTPLogger(s.log),
 	), s.exit()))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A session costs memory for its idle lifetime; one client opening
+		// sessions in a loop must not take it all (red team: 20,000
+		// sessions in 16 s, 327 MB).
+		if r.Header.Get("Mcp-Session-Id") == "" && s.relay.sessionCount() >= s.opts.MaxSessions {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"quiver serves at most %d sessions at once; close one (DELETE /mcp) or try again later"}}`, s.opts.MaxSessions)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // catalogChanged is the registry's hook; the newest catalog wins.
