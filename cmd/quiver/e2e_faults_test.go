@@ -319,17 +319,23 @@ func httpHost(t *testing.T, url string) *host {
 			h.changed <- struct{}{}
 		}
 	})
-	if err := c.Start(context.Background()); err != nil {
+	h.startHTTP(t)
+	return h
+}
+
+// startHTTP starts h's client over HTTP and initializes it on 2025-11-25.
+func (h *host) startHTTP(t *testing.T) {
+	t.Helper()
+	if err := h.c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { h.c.Close() })
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-http", Version: "1"}
-	if _, err := c.Initialize(h.ctx(), init); err != nil {
+	if _, err := h.c.Initialize(h.ctx(), init); err != nil {
 		t.Fatalf("initialize over HTTP: %v", err)
 	}
-	return h
 }
 
 func freeAddr(t *testing.T) string {

@@ -112,16 +112,7 @@ func (q *httpQuiver) connect(t *testing.T, headers map[string]string) *host {
 	}
 	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	h := &host{t: t, c: c, changed: make(chan struct{}, 16)}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "e2e-http", Version: "1"}
-	if _, err := c.Initialize(h.ctx(), init); err != nil {
-		t.Fatalf("initialize over HTTP: %v", err)
-	}
+	h.startHTTP(t)
 	return h
 }
 
