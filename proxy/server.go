@@ -42,9 +42,9 @@ type Options struct {
 	// Now is the clock (tests inject one); default time.Now.
 	Now func() time.Time
 	// Protected are quiver's own files besides the config file and the
-	// state dir, which are always protected: the toggles file and its
-	// folder. No downstream call may read or write them (the gate's
-	// deny.protected_path), or a model could widen its own fence.
+	// state dir, which are always protected: the toggles file, the HTTP
+	// auth token file. No downstream call may read or write them (the
+	// gate's deny.protected_path), or a model could widen its own fence.
 	Protected []string
 	// MaxSessions bounds the HTTP sessions open at once (default 1000):
 	// past it a new client gets 503 until one closes or idles out.
