@@ -58,14 +58,17 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 			real = rp.Path
 		}
 	}
-	// Look before opening: opening a FIFO or a device waits for a writer
-	// that may never come (red team: read_file hung on a FIFO).
-	if info, err := os.Stat(real); err == nil && !info.Mode().IsRegular() && !info.IsDir() {
-		return fail(fmt.Errorf("%s is not a regular file; read_file reads files", path))
-	}
-	fh, err := os.Open(real)
+	// Opening a FIFO waits for a writer that may never come (red team:
+	// read_file hung on one, and on a file swapped for one between a look
+	// and the open), so the open itself must not wait: openNoWait, then
+	// the Stat of what was opened says whether it is a file.
+	fh, err := openNoWait(real)
 	if err != nil {
 		return fail(err)
+	}
+	if info, err := fh.Stat(); err == nil && !info.Mode().IsRegular() && !info.IsDir() {
+		fh.Close()
+		return fail(fmt.Errorf("%s is not a regular file; read_file reads files", path))
 	}
 	defer fh.Close()
 	info, err := fh.Stat()
