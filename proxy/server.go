@@ -92,6 +92,8 @@ type Server struct {
 	// answers, by parking id (park.go).
 	parkMu sync.Mutex
 	parked map[string]*parking
+	// streams counts each HTTP session's open event streams.
+	streams streamCount
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -293,7 +295,19 @@ func (s *Server) HTTPHandler() http.Handler {
 		// A session costs memory for its idle lifetime; one client opening
 		// sessions in a loop must not take it all (red team: 20,000
 		// sessions in 16 s, 327 MB).
-		if r.Header.Get("Mcp-Session-Id") == "" && s.relay.sessionCount() >= s.opts.MaxSessions {
+		sid := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodGet && sid != "" {
+			// A session's event streams cost memory and a file each: a few
+			// are plenty (red team: 4,000 on one session).
+			if !s.streams.open(sid) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"this session has %d event streams open already; close one first"}}`, maxStreams)
+				return
+			}
+			defer s.streams.close(sid)
+		}
+		if sid == "" && s.relay.sessionCount() >= s.opts.MaxSessions {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Retry-After", "60")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -302,6 +316,36 @@ func (s *Server) HTTPHandler() http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// maxStreams bounds the GET event streams one HTTP session holds open.
+const maxStreams = 8
+
+// streamCount counts the open GET streams of each HTTP session.
+type streamCount struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *streamCount) open(sid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	if c.n[sid] >= maxStreams {
+		return false
+	}
+	c.n[sid]++
+	return true
+}
+
+func (c *streamCount) close(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[sid]--; c.n[sid] <= 0 {
+		delete(c.n, sid)
+	}
 }
 
 // catalogChanged is the registry's hook; the newest catalog wins.

@@ -50,3 +50,24 @@ func TestHTTPSessionsAreBounded(t *testing.T) {
 		t.Fatalf("a third session past MaxSessions 2: %d, want 503", code)
 	}
 }
+
+// One session's event streams are bounded too (red team: 4,000 GET
+// streams on one session, a file and 21 KB each).
+func TestStreamsPerSessionAreBounded(t *testing.T) {
+	var c streamCount
+	for i := 0; i < maxStreams; i++ {
+		if !c.open("s") {
+			t.Fatalf("stream %d refused", i+1)
+		}
+	}
+	if c.open("s") {
+		t.Fatal("a stream past maxStreams was let through")
+	}
+	if !c.open("other") {
+		t.Fatal("another session's stream was refused")
+	}
+	c.close("s")
+	if !c.open("s") {
+		t.Fatal("a closed stream's place was not freed")
+	}
+}
