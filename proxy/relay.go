@@ -279,6 +279,81 @@ func (p peer) done(method string, err error) error {
 	return p.fail(method, err)
 }
 
+// labelled marks a server's elicitation as the server's, everywhere a
+// host may show it: the message says who asks before and after the
+// server's words (with control and bidi characters escaped and blank runs
+// shortened, so nothing pushes the label off the screen or erases it), and
+// every title, description and choice label of the form starts with the
+// server's name (red team: a form titled "quiver approval card" with
+// quiver's own choices).
+func labelled(srv string, p mcp.ElicitationParams) mcp.ElicitationParams {
+	mark := fmt.Sprintf("[server %s] ", srv)
+	msg := strings.Trim(plainText(p.Message), "\n")
+	for strings.Contains(msg, "\n\n\n") {
+		msg = strings.ReplaceAll(msg, "\n\n\n", "\n\n")
+	}
+	p.Message = fmt.Sprintf("The server %q asks (this is not a quiver approval card):\n%s\n(asked by the server %q, not by quiver)", srv, msg, srv)
+	if p.RequestedSchema != nil {
+		b, err := json.Marshal(p.RequestedSchema)
+		var v any
+		if err == nil && json.Unmarshal(b, &v) == nil {
+			p.RequestedSchema = markSchema(v, mark)
+		}
+	}
+	return p
+}
+
+// markSchema prefixes every text a form shows a person.
+func markSchema(v any, mark string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			switch k {
+			case "title", "description":
+				if s, ok := e.(string); ok {
+					x[k] = mark + plainText(s)
+					continue
+				}
+			case "enumNames":
+				if list, ok := e.([]any); ok {
+					for i, n := range list {
+						if s, ok := n.(string); ok {
+							list[i] = mark + plainText(s)
+						}
+					}
+					continue
+				}
+			}
+			x[k] = markSchema(e, mark)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = markSchema(e, mark)
+		}
+	}
+	return v
+}
+
+// plainText escapes what could change how text looks where it is shown:
+// control characters but newline and tab, bidi controls, and line and
+// paragraph separators.
+func plainText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c,
+			r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // errParked is route's answer for a request whose call belongs to a host
 // on 2026-07-28: the request is not sent, it waits in the call's parking.
 type errParked struct{ f *flight }
@@ -337,7 +412,7 @@ func (p peer) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.Elic
 	// The person must see who asks: a server's form could copy an
 	// approval card word for word (red team), and the answer goes to the
 	// server, not to quiver's gate.
-	req.Params.Message = fmt.Sprintf("The server %q asks (this is not a quiver approval card): %s", p.server, req.Params.Message)
+	req.Params = labelled(p.server, req.Params)
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
 	if resp, ok, perr := p.parked(ctx, err, method, mcp.NewElicitationInputRequest(req.Params)); ok {
 		return resp.Elicitation, perr

@@ -501,7 +501,7 @@ servers:
 						// a server's form is never taken for quiver's card.
 						if len(asked) != 1 {
 							t.Errorf("the host's elicitation handler was asked %d times, want once", len(asked))
-						} else if msg, _ := asked[0].Message.(string); !strings.HasSuffix(msg, "Who are you?") || !strings.Contains(msg, `The server "ev" asks`) {
+						} else if msg, _ := asked[0].Message.(string); !strings.Contains(msg, "\nWho are you?\n") || !strings.Contains(msg, `The server "ev" asks`) {
 							t.Errorf("the host was asked %q, want the server's message, labelled", msg)
 						}
 						res := r.result(t, 1)
