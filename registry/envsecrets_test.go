@@ -38,19 +38,7 @@ func TestChildEnvironCredentials(t *testing.T) {
 		"  wider:\n    command: ${BIN}\n    env: {"+childEnv+": env}\n    env_passthrough: [NODE_AUTH_TOKEN]\n",
 		nil, Options{StateDir: t.TempDir()})
 	h.ready()
-	environ := func(exposed string) (string, map[string]string) {
-		t.Helper()
-		out, err := h.call(exposed, `{}`)
-		if err != nil {
-			t.Fatalf("%s: %v", exposed, err)
-		}
-		m := map[string]string{}
-		for _, kv := range strings.Split(out, "\n") {
-			k, v, _ := strings.Cut(kv, "=")
-			m[k] = v
-		}
-		return out, m
-	}
+	environ := func(exposed string) (string, map[string]string) { return childEnviron(t, h, exposed) }
 	secrets := h.reg.config().Secrets
 	has := func(name, value string) bool { return slices.Contains(secrets, Secret{Var: name, Value: value}) }
 

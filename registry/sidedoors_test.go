@@ -20,6 +20,22 @@ import (
 // environment (server-everything's get-env) shows none of quiver's own
 // variables but the default set, its env and its env_passthrough.
 // Not parallel: it sets quiver's environment.
+// childEnviron calls exposed, a test server's environ tool, and returns
+// its answer as printed and as a map.
+func childEnviron(t *testing.T, h *harness, exposed string) (string, map[string]string) {
+	t.Helper()
+	out, err := h.call(exposed, `{}`)
+	if err != nil {
+		t.Fatalf("%s: %v", exposed, err)
+	}
+	m := map[string]string{}
+	for _, kv := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return out, m
+}
+
 func TestChildSeesOnlyTheDefaultEnvironment(t *testing.T) {
 	t.Setenv("QUIVER_TEST_DB_PASS", "hunter2-hunter2")
 	t.Setenv("QUIVER_TEST_REGION", "eu-west-1")
@@ -32,16 +48,7 @@ func TestChildSeesOnlyTheDefaultEnvironment(t *testing.T) {
 		nil, Options{StateDir: t.TempDir()})
 	h.ready()
 	environ := func(exposed string) map[string]string {
-		t.Helper()
-		out, err := h.call(exposed, `{}`)
-		if err != nil {
-			t.Fatalf("%s: %v", exposed, err)
-		}
-		m := map[string]string{}
-		for _, kv := range strings.Split(out, "\n") {
-			k, v, _ := strings.Cut(kv, "=")
-			m[k] = v
-		}
+		_, m := childEnviron(t, h, exposed)
 		return m
 	}
 	plain := environ("plain__environ")
