@@ -455,7 +455,19 @@ func TestHTTPServeProtectsTogglesFile(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "work"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	q := startHTTPQuiver(t, "127.0.0.1", fmt.Sprintf(`
+	q := startHTTPQuiver(t, "127.0.0.1", fencedExample(dir), []string{"--toggles", toggles}, nil)
+	h := q.connect(t, nil)
+	h.waitTools("example__search_text")
+	if res := h.call("example__search_text", map[string]any{"dir": filepath.Join(dir, "work"), "pattern": "x"}); res.IsError {
+		t.Fatalf("a folder inside the fence: %s", textOf(res))
+	}
+	wantRefusal(t, h.call("example__search_text", map[string]any{"dir": toggles, "pattern": "switch"}), "deny.protected_path")
+}
+
+// fencedExample is a config with the example server, every tool listed,
+// and a fence of dir.
+func fencedExample(dir string) string {
+	return fmt.Sprintf(`
 surface:
   reveal: direct
 servers:
@@ -464,11 +476,5 @@ servers:
     args: [example-server, --test-tools]
 fence:
   allowed_dirs: [%q]
-`, dir), []string{"--toggles", toggles}, nil)
-	h := q.connect(t, nil)
-	h.waitTools("example__search_text")
-	if res := h.call("example__search_text", map[string]any{"dir": filepath.Join(dir, "work"), "pattern": "x"}); res.IsError {
-		t.Fatalf("a folder inside the fence: %s", textOf(res))
-	}
-	wantRefusal(t, h.call("example__search_text", map[string]any{"dir": toggles, "pattern": "switch"}), "deny.protected_path")
+`, dir)
 }

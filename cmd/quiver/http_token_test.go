@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,16 +24,7 @@ func TestHTTPTokenIsProtectedAndRedacted(t *testing.T) {
 			if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cfg := fmt.Sprintf(`
-surface:
-  reveal: direct
-servers:
-  example:
-    command: quiver
-    args: [example-server, --test-tools]
-fence:
-  allowed_dirs: [%q]
-`, dir)
+			cfg := fencedExample(dir)
 			var args, env []string
 			if tc.fromFile {
 				args = []string{"--auth-token-file", tokenFile}
