@@ -155,7 +155,8 @@ rejected the last change, the output says so ("last reload failed: ...").
 Flags:
   --json     JSON instead of YAML
   --wait D   how long to wait for servers to start (default 30s)`,
-		run: runConfig,
+		subcommands: []string{"effective"},
+		run:         runConfig,
 	}
 }
 

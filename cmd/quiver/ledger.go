@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+
+	"github.com/spf13/pflag"
 
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/registry"
@@ -30,7 +31,7 @@ func openLedger(ctx context.Context, e *env, c *common) (*gate.Ledger, error) {
 
 // stateFlags are the flags of the ledger commands: the state dir, and the
 // config whose secrets they hide from what they print.
-func stateFlags(fs *flag.FlagSet, c *common) {
+func stateFlags(fs *pflag.FlagSet, c *common) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "quiver's state dir (default: "+stateDirHelp+")")
 	fs.StringVar(&c.config, "config", "", "servers.yaml whose secrets to hide (default: ./servers.yaml, else servers.yaml in "+configDirHelp+", else built in)")
 }
@@ -179,23 +180,19 @@ func denyCmd() *command {
 	}
 }
 
-// approvalID reads "N [flags]" or "[flags] N".
-func approvalID(fs *flag.FlagSet, args []string) (int64, error) {
-	var n string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		n, args = args[0], args[1:]
-	}
+// approvalID reads the one request number among args and parses the
+// flags around it.
+func approvalID(fs *pflag.FlagSet, args []string) (int64, error) {
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	if n == "" && fs.NArg() == 1 {
-		n = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return 0, fmt.Errorf("%w: unexpected %q", errUsage, fs.Arg(0))
-	}
-	if n == "" {
+	switch {
+	case fs.NArg() == 0:
 		return 0, fmt.Errorf("%w: give the request's number, e.g. quiver approve 3", errUsage)
+	case fs.NArg() > 1:
+		return 0, fmt.Errorf("%w: unexpected %q", errUsage, fs.Arg(1))
 	}
+	n := fs.Arg(0)
 	id, err := strconv.ParseInt(n, 10, 64)
 	if err != nil || id <= 0 {
 		return 0, fmt.Errorf("%w: %q is not a request number", errUsage, n)

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,10 +14,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	quiver "github.com/quiver-mcp/quiver"
 	"github.com/quiver-mcp/quiver/registry"
@@ -43,6 +42,8 @@ type command struct {
 	// raw commands write a protocol or a file to stdout, byte for byte;
 	// every other command's output is for a terminal (terminal.go).
 	raw bool
+	// subcommands are the words run takes first, for completion.
+	subcommands []string
 }
 
 // env is what a command runs with; tests give their own.
@@ -79,94 +80,6 @@ func main() {
 	os.Exit(code)
 }
 
-func run(ctx context.Context, e *env, args []string) int {
-	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		usage(e.stderr, cmds)
-		return exitUsage
-	}
-	if args[0] == "help" {
-		if len(args) == 1 {
-			usage(e.stdout, cmds)
-			return exitOK
-		}
-		c, ok := cmds[args[1]]
-		if !ok {
-			fmt.Fprintf(e.stderr, "quiver: no command %q; run \"quiver help\" for the list\n", args[1])
-			return exitUsage
-		}
-		fmt.Fprintf(e.stdout, "usage: quiver %s\n\n%s\n", c.usage, strings.TrimSpace(c.help))
-		return exitOK
-	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(e.stderr, "quiver: no command %q; run \"quiver help\" for the list\n", args[0])
-		return exitUsage
-	}
-	if !c.raw {
-		te := *e
-		te.stdout, te.stderr = &terminalWriter{w: e.stdout}, &terminalWriter{w: e.stderr}
-		e = &te
-	}
-	err := c.run(ctx, e, args[1:])
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(e.stdout, "usage: quiver %s\n\n%s\n", c.usage, strings.TrimSpace(c.help))
-		return exitOK
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(e.stderr, "quiver %s: %v\nusage: quiver %s\n", args[0], err, c.usage)
-		return exitUsage
-	default:
-		fmt.Fprintf(e.stderr, "quiver %s: %v\n", args[0], err)
-		return exitFailure
-	}
-}
-
-func usage(w io.Writer, cmds map[string]*command) {
-	fmt.Fprintln(w, "quiver: one MCP server in front of many, with a small tool surface, search, and a policy gate.")
-	fmt.Fprintln(w, "\nusage: quiver COMMAND [flags]\n\ncommands:")
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-15s %s\n", n, cmds[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun \"quiver help COMMAND\" for a command's flags.")
-}
-
-// newFlags returns a flag set whose errors come back as usage errors.
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	return nil
-}
-
-// parseFlagsOnly parses args for a command that takes no positional
-// arguments: a stray word is a usage error, not silently ignored.
-func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	return nil
-}
-
 // common are the flags every command that reads the config shares.
 type common struct {
 	config, toggles, stateDir, logLevel string
@@ -174,11 +87,11 @@ type common struct {
 }
 
 // registerWait adds --wait, for commands that start the servers and print once.
-func (c *common) registerWait(fs *flag.FlagSet) {
+func (c *common) registerWait(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for servers to start")
 }
 
-func (c *common) register(fs *flag.FlagSet) {
+func (c *common) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: ./servers.yaml, else servers.yaml in "+configDirHelp+", else the built-in default)")
 	fs.StringVar(&c.toggles, "toggles", "", "the tool toggles file (default: tools.yaml beside servers.yaml)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "where quiver keeps its state (default: $QUIVER_STATE_DIR, else "+stateDirHelp+")")

@@ -51,6 +51,7 @@ Flags:
   --enabled        list only enabled tools; --disabled only disabled ones
   --json           one JSON object per tool
   --wait D         how long to wait for servers to start (default 30s)`,
+		subcommands: []string{"list", "enable", "disable"},
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("%w: the tools command takes a subcommand: list, enable or disable", errUsage)

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// runIn runs quiver in process with args and an empty environment but
+// for a private config home, and returns its exit code and output.
+func runIn(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	home := t.TempDir()
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string {
+		switch k {
+		case "XDG_CONFIG_HOME":
+			return filepath.Join(home, "config")
+		case "QUIVER_STATE_DIR":
+			return filepath.Join(home, "state")
+		}
+		return ""
+	}}
+	code = run(context.Background(), e, args)
+	return code, out.String(), errOut.String()
+}
+
+func commandNamesForTest() []string {
+	var names []string
+	for n := range commands() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestFlagsAfterNamesAreFlags is the issue's report: "quiver tools
+// disable everything__echo --config cfg/servers.yaml" wrote "--config"
+// and the path as tool names into the wrong toggles file. A flag after
+// the names is a flag, in both spellings; "--" ends the flags.
+func TestFlagsAfterNamesAreFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfgDir := filepath.Join(dir, "cfg")
+	os.MkdirAll(cfgDir, 0o755)
+	cfg := filepath.Join(cfgDir, "servers.yaml")
+	if err := os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	for _, args := range [][]string{
+		{"tools", "disable", "example__echo", "--config", cfg},
+		{"tools", "disable", "example__add", "--config=" + cfg},
+		{"tools", "enable", "--config", cfg, "example__add"},
+	} {
+		cmd := exec.Command(quiverBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+home, "QUIVER_STATE_DIR="+filepath.Join(dir, "state"))
+		out, err := cmd.CombinedOutput()
+		if code := exitCode(err); code != exitOK {
+			t.Fatalf("quiver %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(cfgDir, "tools.yaml"))
+	if err != nil {
+		t.Fatalf("the toggles file beside --config's servers.yaml: %v", err)
+	}
+	if s := string(got); !strings.Contains(s, "example__echo") || strings.Contains(s, "--config") || strings.Contains(s, "servers.yaml") {
+		t.Fatalf("tools.yaml must name example__echo and no flag or path:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(home, "quiver", "tools.yaml")); err == nil {
+		t.Fatal("the toggles file in the config home was written although --config named another folder")
+	}
+}
+
+// TestApproveTakesFlagsAnywhere: the number and the flags in any order,
+// one number only.
+func TestApproveTakesFlagsAnywhere(t *testing.T) {
+	lc := newLedgerCLI(t)
+	id := lc.fileDecoy()
+	// lc.run fails the test on a non-zero exit.
+	if out := lc.run("approve", "--session", strconv.FormatInt(id, 10)); !strings.Contains(out, "session") {
+		t.Fatalf("approve --session N must grant for the session: %s", out)
+	}
+	code, _, stderr := runIn(t, "approve", "1", "2", "--state-dir", lc.state)
+	if code != exitUsage || !strings.Contains(stderr, `unexpected "2"`) {
+		t.Fatalf("two numbers: exit %d, want 2 naming the second\n%s", code, stderr)
+	}
+}
+
+// TestUnknownFlagsAreUsageErrors: on every command an unknown flag exits 2,
+// names the flag, and shows the command's synopsis; it is never taken as
+// a word.
+func TestUnknownFlagsAreUsageErrors(t *testing.T) {
+	for _, name := range commandNamesForTest() {
+		args := []string{name, "--no-such-flag"}
+		switch name {
+		case "tools":
+			args = []string{"tools", "disable", "example__echo", "--no-such-flag"}
+		case "config":
+			args = []string{"config", "effective", "--no-such-flag"}
+		}
+		code, stdout, stderr := runIn(t, args...)
+		if name == "version" {
+			// version takes no flags at all: the word is unexpected.
+			if code != exitUsage {
+				t.Errorf("quiver version --no-such-flag: exit %d, want 2", code)
+			}
+			continue
+		}
+		if code != exitUsage || !strings.Contains(stderr, "unknown flag: --no-such-flag") ||
+			!strings.Contains(stderr, "usage: quiver "+name) {
+			t.Errorf("quiver %s: exit %d, want 2 naming the flag with the usage\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	// A single-dash long flag is not quietly split into letters.
+	if code, _, stderr := runIn(t, "doctor", "-config", "x.yaml"); code != exitUsage || !strings.Contains(stderr, "-config") {
+		t.Errorf("doctor -config: exit %d, want 2\n%s", code, stderr)
+	}
+}
+
+// TestHelpOnEveryCommand: "quiver CMD --help", "quiver CMD -h" and
+// "quiver help CMD" print the command's help on stdout and exit 0, even
+// after other words.
+func TestHelpOnEveryCommand(t *testing.T) {
+	for _, name := range commandNamesForTest() {
+		for _, args := range [][]string{{name, "--help"}, {name, "-h"}, {"help", name}, {name, "something", "--help"}} {
+			code, stdout, stderr := runIn(t, args...)
+			if code != exitOK || !strings.HasPrefix(stdout, "usage: quiver "+name) {
+				t.Errorf("quiver %s: exit %d, want 0 with the help\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, stdout, stderr)
+			}
+		}
+	}
+	code, stdout, _ := runIn(t, "--help")
+	if code != exitOK || !strings.Contains(stdout, "completion") || !strings.Contains(stdout, "tools") {
+		t.Errorf("quiver --help: exit %d, want 0 listing the commands\n%s", code, stdout)
+	}
+	if code, _, stderr := runIn(t); code != exitUsage || !strings.Contains(stderr, "usage: quiver COMMAND") {
+		t.Errorf("quiver alone: exit %d, want 2 with the commands on stderr\n%s", code, stderr)
+	}
+	if code, _, stderr := runIn(t, "help", "nope"); code != exitUsage || !strings.Contains(stderr, `no command "nope"`) {
+		t.Errorf("quiver help nope: exit %d, want 2\n%s", code, stderr)
+	}
+}
+
+// TestUnknownCommandSuggests: a misspelt command exits 2 and says what it
+// may have meant.
+func TestUnknownCommandSuggests(t *testing.T) {
+	code, _, stderr := runIn(t, "tols", "list")
+	if code != exitUsage || !strings.Contains(stderr, `unknown command "tols"`) || !strings.Contains(stderr, "tools") {
+		t.Fatalf("quiver tols: exit %d, want 2 suggesting tools\n%s", code, stderr)
+	}
+}
+
+// TestCompletionScripts: "quiver completion SHELL" prints a script the
+// shell loads, and the hidden completer it calls offers quiver's
+// commands, subcommands and flags.
+func TestCompletionScripts(t *testing.T) {
+	for shell, marker := range map[string]string{
+		"bash": "complete -o default -F __start_quiver quiver", "zsh": "#compdef quiver",
+		"fish": "complete -c quiver", "powershell": "Register-ArgumentCompleter",
+	} {
+		code, stdout, stderr := runIn(t, "completion", shell)
+		if code != exitOK || !strings.Contains(stdout, marker) {
+			t.Errorf("quiver completion %s: exit %d, want 0 with %q\nstderr: %s", shell, code, marker, stderr)
+		}
+	}
+	if code, _, _ := runIn(t, "completion"); code != exitUsage {
+		t.Errorf("quiver completion without a shell: exit %d, want 2", code)
+	}
+	if code, _, _ := runIn(t, "completion", "tcsh"); code != exitUsage {
+		t.Errorf("quiver completion tcsh: exit %d, want 2", code)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "to"}, []string{"tools", "tokens"}},
+		{[]string{"__complete", "tools", ""}, []string{"list", "enable", "disable"}},
+		{[]string{"__complete", "tools", "list", "--s"}, []string{"--server"}},
+		{[]string{"__complete", "approve", "--"}, []string{"--once", "--session", "--persistent", "--expires"}},
+		{[]string{"__complete", "help", "se"}, []string{"search", "serve"}},
+	} {
+		code, stdout, stderr := runIn(t, c.args...)
+		lines := strings.Split(stdout, "\n")
+		for _, w := range c.want {
+			found := false
+			for _, l := range lines {
+				found = found || strings.HasPrefix(l, w+"\t") || l == w
+			}
+			if code != exitOK || !found {
+				t.Errorf("quiver %s: exit %d, want %q offered\n%s%s", strings.Join(c.args, " "), code, w, stdout, stderr)
+			}
+		}
+	}
+}
