@@ -526,7 +526,9 @@ type AuditQuery struct {
 	Since   time.Time
 	Session string
 	Tool    string // name or glob (* ? [..])
-	Limit   int    // 0 means 1000
+	Verdict string // allow, ask or deny
+	Outcome Outcome
+	Limit   int // 0 means 1000
 }
 
 // Audit returns matching calls, oldest first.
@@ -545,6 +547,14 @@ func (l *Ledger) Audit(ctx context.Context, q AuditQuery) ([]CallEntry, error) {
 		// SQLite's GLOB has the same * ? [..] as the policy's globs.
 		where = append(where, "tool GLOB ?")
 		args = append(args, q.Tool)
+	}
+	if q.Verdict != "" {
+		where = append(where, "verdict = ?")
+		args = append(args, q.Verdict)
+	}
+	if q.Outcome != "" {
+		where = append(where, "outcome = ?")
+		args = append(args, string(q.Outcome))
 	}
 	limit := q.Limit
 	if limit <= 0 {

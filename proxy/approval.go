@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -45,15 +46,54 @@ func canElicit(ctx context.Context) bool {
 }
 
 // ask shows the person an approval card and waits for the answer, at most
-// the policy's approval timeout. Only an explicit "allow" grants anything.
-func (s *Server) ask(ctx context.Context, message string) (answer, error) {
+// the policy's approval timeout. The card is shown in the host when elicit
+// is set, and with the operator page on (Options.ApprovalPage) request id
+// waits there too: whichever answers first decides, the other is
+// withdrawn. Only an explicit "allow" grants anything.
+func (s *Server) ask(ctx context.Context, message string, id int64, elicit bool) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.gate().ApprovalTimeout())
 	defer cancel()
-	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: cardParams(message)})
-	if err != nil {
+	// The page answers through the door at once; a terminal's answer is
+	// read back from the ledger.
+	var page, terminal <-chan answer
+	if s.opts.ApprovalPage && id != 0 && s.ledger != nil {
+		door, done := s.waits.open(id)
+		defer done()
+		page, terminal = door, s.settledElsewhere(ctx, id, time.Second)
+	}
+	type hostAnswer struct {
+		a   answer
+		err error
+	}
+	host := make(chan hostAnswer, 1)
+	if elicit {
+		go func() {
+			a, err := s.elicitCard(ctx, message)
+			host <- hostAnswer{a, err}
+		}()
+	}
+	select {
+	case a := <-page:
+		return a, nil
+	case a := <-terminal:
+		return a, nil
+	case h := <-host:
+		if h.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return answerNone, context.DeadlineExceeded
+		}
+		return h.a, h.err
+	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return answerNone, context.DeadlineExceeded
 		}
+		return answerNone, ctx.Err()
+	}
+}
+
+// elicitCard shows the card in the host.
+func (s *Server) elicitCard(ctx context.Context, message string) (answer, error) {
+	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: cardParams(message)})
+	if err != nil {
 		return answerNone, err
 	}
 	switch res.Action {
@@ -197,7 +237,8 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	if server.IsModernRequest(ctx) {
 		return s.approveByInput(ctx, ss, call, d, callID)
 	}
-	if ss.ephemeral && !canElicit(ctx) {
+	page := s.opts.ApprovalPage && s.ledger != nil
+	if ss.ephemeral && !canElicit(ctx) && !page {
 		// An approval from a terminal becomes a permit for this session,
 		// and this session ends with this request.
 		return deny(codeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml."), nil
@@ -206,23 +247,33 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	if pending.State == gate.Denied {
 		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID)), nil
 	}
-	if !canElicit(ctx) {
+	if !canElicit(ctx) && !page {
 		if pending.ID == 0 {
 			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run."), nil
 		}
 		return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards: "+s.terminalHint(ss, pending.ID)), nil
 	}
-	a, err := s.ask(ctx, card(call.Name, d))
+	return s.waitForAnswer(ctx, ss, call, d, callID, pending), nil
+}
+
+// waitForAnswer shows the card (in the host when it can elicit, on the
+// operator page when it is on) and decides the call by the answer.
+func (s *Server) waitForAnswer(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64, pending gate.Approval) gate.Decision {
+	elicit := canElicit(ctx) && !server.IsModernRequest(ctx)
+	a, err := s.ask(ctx, card(call.Name, d), pending.ID, elicit)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Nobody answered: the request stays pending (quiver approve N
 		// still works), and the same call again shows the card again.
-		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again."), nil
+		if !elicit {
+			return deny(codeApprovalTimeout, fmt.Sprintf("The user did not answer approval %d on quiver's page in time; the call did not run. ", pending.ID)+s.terminalHint(ss, pending.ID))
+		}
+		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
 	}
 	if err != nil {
 		s.log.Warn("approval card failed", "session", ss.id, "tool", call.Name, "err", err)
-		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run."), nil
+		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
 	}
-	return s.decided(ctx, ss, call, d, callID, pending, a), nil
+	return s.decided(ctx, ss, call, d, callID, pending, a)
 }
 
 // file records the pending request for an ask, with the card's text, so
@@ -318,7 +369,8 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	if prev, err := s.ledger.Approval(ctx, id); err == nil && prev.State == gate.Denied {
 		return builtin.Refusal(codeApprovalDenied, fmt.Sprintf("The user declined this request (approval %d). Do not ask again; ask the user what to do instead.", id))
 	}
-	if !canElicit(ctx) {
+	elicit := canElicit(ctx)
+	if !elicit && !s.opts.ApprovalPage {
 		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf(
 			"This host cannot show approval cards: ask the user to run `quiver approve %d --session` in a terminal; then go ahead.", id))
 	}
@@ -328,7 +380,7 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	} else {
 		what += " for " + a.Tool
 	}
-	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason))
+	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason), id, elicit)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return builtin.Refusal(codeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
 	}

@@ -157,6 +157,15 @@ func (s *Server) approveByInput(ctx context.Context, ss *session, call gate.Call
 	if rt.RequestState != "" {
 		return s.answered(ctx, ss, call, d, callID, rt)
 	}
+	if hostCaps(ctx).Elicitation == nil && s.opts.ApprovalPage && s.ledger != nil {
+		// No card in the host, but one on the operator page: the call
+		// waits for it there, as an older host's does.
+		pending, _ := s.file(ctx, ss, call, d)
+		if pending.State == gate.Denied {
+			return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID)), nil
+		}
+		return s.waitForAnswer(ctx, ss, call, d, callID, pending), nil
+	}
 	if hostCaps(ctx).Elicitation == nil {
 		return deny(codeApprovalUnavailable, d.Reason+" This host declared no elicitation, so quiver cannot show it an approval card; the call did not run. "+s.terminalHint(ss, 0)), nil
 	}

@@ -49,6 +49,11 @@ type Options struct {
 	// MaxSessions bounds the HTTP sessions open at once (default 1000):
 	// past it a new client gets 503 until one closes or idles out.
 	MaxSessions int
+	// ApprovalPage says the operator page is on: a call that needs an
+	// approval waits up to the approval timeout for an answer given
+	// there (Answer) or in a terminal, also when its host cannot show
+	// a card.
+	ApprovalPage bool
 }
 
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
@@ -92,6 +97,8 @@ type Server struct {
 	// answers, by parking id (park.go).
 	parkMu sync.Mutex
 	parked map[string]*parking
+	// waits are the calls waiting for an answer given outside the host.
+	waits waitRoom
 	// streams counts each HTTP session's open event streams.
 	streams streamCount
 

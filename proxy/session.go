@@ -18,6 +18,9 @@ type binding struct {
 }
 
 // session is what quiver remembers about one connected client.
+// ephemeralPrefix starts the ledger key of every ephemeral session.
+const ephemeralPrefix = "anon-"
+
 type session struct {
 	id string
 	// key names the session to the gate and the ledger: the id plus this

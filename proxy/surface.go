@@ -25,7 +25,7 @@ func (s *Server) session(ctx context.Context) *session {
 		// next time, and every such client used to share the one session
 		// "": one client's bindings and approvals served another. Each of
 		// its requests is a session of its own, remembered nowhere.
-		ss := &session{key: "anon-" + newRunID() + "@" + s.run, ephemeral: true}
+		ss := &session{key: ephemeralPrefix + newRunID() + "@" + s.run, ephemeral: true}
 		ss.modern = true
 		return ss
 	}

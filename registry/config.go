@@ -281,6 +281,7 @@ type fileConfig struct {
 	Fence  yaml.Node `yaml:"fence"`
 	Policy yaml.Node `yaml:"policy"`
 	HTTP   yaml.Node `yaml:"http"`
+	UI     yaml.Node `yaml:"ui"`
 }
 
 type fileServer struct {

@@ -93,47 +93,9 @@ func (c *common) loadExplained(e *env) (*registry.Config, error) {
 	return cfg, err
 }
 
-// writeFileAtomic replaces p with b so that a reader (or quiver's
-// watcher) sees the old file or the new one, never half of one: a temp file
-// beside it, fsync, rename, fsync of the folder.
+// writeFileAtomic replaces p with b atomically (registry.WriteFileAtomic).
 func writeFileAtomic(p string, b []byte, mode os.FileMode) error {
-	// A symlinked file is written where it points: renaming over the link
-	// would replace it with a plain file.
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	if fi, err := os.Stat(p); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(p)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), p); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return registry.WriteFileAtomic(p, b, mode)
 }
 
 func configCmd() *command {

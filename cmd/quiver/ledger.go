@@ -58,26 +58,6 @@ func redactor(e *env, c *common) func(string) string {
 	return func(s string) string { return registry.Redact(s, secrets) }
 }
 
-// redactApproval hides secrets in every field of a that holds text.
-func redactApproval(a *gate.Approval, r func(string) string) {
-	a.Session, a.Tool, a.Capability, a.Path = r(a.Session), r(a.Tool), r(a.Capability), r(a.Path)
-	a.Justification, a.Reason = r(a.Justification), r(a.Reason)
-	needs := make([]gate.Need, len(a.Needs))
-	for i, n := range a.Needs {
-		needs[i] = gate.Need{Capability: r(n.Capability), Path: r(n.Path), Unresolved: r(n.Unresolved)}
-	}
-	a.Needs = needs
-}
-
-func redactGrant(g *gate.Grant, r func(string) string) {
-	g.Capability, g.Tool, g.Path, g.Session = r(g.Capability), r(g.Tool), r(g.Path), r(g.Session)
-}
-
-func redactCall(ce *gate.CallEntry, r func(string) string) {
-	ce.Session, ce.Tool, ce.Code, ce.Reason = r(ce.Session), r(ce.Tool), r(ce.Code), r(ce.Reason)
-	ce.Approval, ce.Detail = r(ce.Approval), r(ce.Detail)
-}
-
 // writeRequest prints approval a as a person must read it before
 // answering: what it needs, with every path, and the whole card quiver
 // showed (or would have shown) in the host, each line indented. Nothing
@@ -216,7 +196,7 @@ func resolveApproval(ctx context.Context, e *env, c *common, id int64, r gate.Re
 	case err != nil:
 		return err
 	}
-	redactApproval(&a, red)
+	a.Redact(red)
 	if r.Approve {
 		// The ledger may narrow the lifetime (a path it could not place
 		// is approved once): say what was granted, not what was asked.
@@ -289,10 +269,10 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 			}
 			red := redactor(e, &c)
 			for i := range pending {
-				redactApproval(&pending[i], red)
+				pending[i].Redact(red)
 			}
 			for i := range grants {
-				redactGrant(&grants[i], red)
+				grants[i].Redact(red)
 			}
 			if asJSON {
 				b, _ := json.MarshalIndent(map[string]any{"pending": pending, "grants": grants}, "", "  ")
@@ -335,7 +315,11 @@ func auditCmd() *command {
 Prints every recorded call: when, which session and tool, the decision (code
 and sentence), the approval, and how it ended (ok, error, cancelled, or
 outcome_unknown for a call that was running when quiver stopped — quiver
-never retries those). Arguments are recorded only as a digest.`,
+never retries those). Arguments are recorded only as a digest.
+
+With --json, each call is one line whose "stages" are its evidence chain,
+named as the operator page names them: requested, decided, approved (the
+answer to its card, when one was asked), started, ended.`,
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
 			var since time.Duration
@@ -365,11 +349,11 @@ never retries those). Arguments are recorded only as a digest.`,
 			}
 			red := redactor(e, &c)
 			for i := range calls {
-				redactCall(&calls[i], red)
+				calls[i].Redact(red)
 			}
 			if asJSON {
 				for _, ce := range calls {
-					b, _ := json.Marshal(ce)
+					b, _ := json.Marshal(auditLine(ce))
 					fmt.Fprintln(e.stdout, string(b))
 				}
 				return nil
@@ -383,6 +367,27 @@ never retries those). Arguments are recorded only as a digest.`,
 			return tw.Flush()
 		},
 	}
+}
+
+// auditJSON is one call as quiver audit --json prints it: what it was,
+// how it was decided, and its evidence chain as named stages (requested,
+// decided, approved, started, ended), the names the operator page shows.
+type auditJSON struct {
+	ID       int64         `json:"id"`
+	Session  string        `json:"session"`
+	Tool     string        `json:"tool"`
+	Digest   string        `json:"digest"`
+	Verdict  string        `json:"verdict"`
+	Code     string        `json:"code"`
+	Reason   string        `json:"reason"`
+	Outcome  gate.Outcome  `json:"outcome,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	Stages   []gate.Stage  `json:"stages"`
+}
+
+func auditLine(ce gate.CallEntry) auditJSON {
+	return auditJSON{ID: ce.ID, Session: ce.Session, Tool: ce.Tool, Digest: ce.Digest, Verdict: ce.Verdict, Code: ce.Code,
+		Reason: ce.Reason, Outcome: ce.Outcome, Duration: ce.Duration, Stages: ce.Stages()}
 }
 
 // quotedPath is a grant's path quoted, so that a space or tab in it cannot

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	iofs "io/fs"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/quiver-mcp/quiver/registry"
@@ -130,22 +127,13 @@ func toolsSwitch(e *env, on bool, args []string) error {
 		return fmt.Errorf("%w: say which tools, e.g. quiver tools %s slack__*", errUsage, verb)
 	}
 	path := c.togglesPath(e)
-	src, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return err
-	}
-	out, moved, err := registry.EditToggles(src, on, fs.Args())
-	if err != nil {
-		if errors.Is(err, registry.ErrInvalidConfig) {
-			return err
-		}
+	moved, err := registry.SwitchTools(path, on, fs.Args())
+	var bad *registry.PatternError
+	switch {
+	case errors.As(err, &bad):
 		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	case err != nil:
 		return err
-	}
-	if err := writeFileAtomic(path, out, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fmt.Fprintf(e.stdout, "%sd %v in %s.\n", verb, fs.Args(), path)
 	// Say what a running quiver will do with it: nothing, while
