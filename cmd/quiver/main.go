@@ -70,6 +70,7 @@ func commands() map[string]*command {
 		"deny":           denyCmd(),
 		"grants":         grantsCmd(),
 		"audit":          auditCmd(),
+		"ui":             uiCmd(),
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/quiver-mcp/quiver/operator"
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -23,7 +24,7 @@ import (
 func serveCmd() *command {
 	return &command{
 		summary: "run the proxy (stdio for desktop hosts, or streamable HTTP)",
-		usage:   "serve [--config PATH] [--toggles PATH] [--http ADDR] [--auth-token-file PATH] [--state-dir DIR] [--log-level LEVEL]",
+		usage:   "serve [--config PATH] [--toggles PATH] [--http ADDR] [--auth-token-file PATH] [--ui ADDR] [--state-dir DIR] [--log-level LEVEL]",
 		help: `
 Runs quiver as an MCP server. By default it speaks stdio, which is what
 Claude Desktop, Claude Code and most hosts launch. With --http it serves
@@ -83,6 +84,13 @@ Flags:
                      not given. No tool may read this file, and the token
                      shows as [redacted:QUIVER_AUTH_TOKEN] in every result,
                      log line and error.
+  --ui ADDR          serve the operator page on ADDR (e.g. 127.0.0.1:8766;
+                     also ui.listen in servers.yaml): approval cards, tools,
+                     search, audit and grants in a local web page, opened
+                     with the address "quiver ui" prints. A call that needs
+                     an approval then waits for an answer given there, also
+                     when the host cannot show a card. Loopback only, unless
+                     the HTTP auth token is set.
   --state-dir DIR    quiver's state (default: ~/.local/state/quiver on
                      Linux, ~/Library/Application Support/quiver/state on
                      macOS, %LocalAppData%\quiver\state on Windows)
@@ -93,11 +101,12 @@ Flags:
 
 func runServe(ctx context.Context, e *env, args []string) error {
 	var c common
-	var addr, tokenFile string
+	var addr, tokenFile, uiFlag string
 	fs := newFlags("serve")
 	c.register(fs)
 	fs.StringVar(&addr, "http", "", "serve streamable HTTP on this address")
 	fs.StringVar(&tokenFile, "auth-token-file", "", "with --http, the bearer token every request must send")
+	fs.StringVar(&uiFlag, "ui", "", "serve the operator page on this address")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
@@ -113,6 +122,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	hc, err := decodeHTTPSection(cfg)
+	if err != nil {
+		return err
+	}
+	uiListen, err := uiAddr(cfg, uiFlag)
 	if err != nil {
 		return err
 	}
@@ -136,6 +149,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		defer front.ln.Close()
 	}
+	var ui *uiFront
+	if uiListen != "" {
+		token, err := authToken(e, tokenFile, log)
+		if err != nil {
+			return err
+		}
+		if ui, err = listenUI(uiListen, token); err != nil {
+			return err
+		}
+		defer ui.ln.Close()
+	}
 	state, err := c.state(e)
 	if err != nil {
 		return err
@@ -148,12 +172,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if tokenFile != "" {
 		protected = append(protected, tokenFile)
 	}
-	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected})
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, ApprovalPage: ui != nil})
 	if err != nil {
 		return err
 	}
 	p.Start(ctx)
 	defer p.Close()
+	if ui != nil {
+		h, err := operator.New(p, operator.Options{Toggles: c.togglesPath(e), Logger: log})
+		if err != nil {
+			return err
+		}
+		// The page stops before the proxy it reads closes.
+		uctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); ui.serve(uctx, h, state, c.serversPath(e), log) }()
+		defer func() { stop(); <-done }()
+	}
 	log.Info("quiver started", "config", cfg.Path, "servers", len(cfg.Servers), "reveal", cfg.Surface.Reveal, "state_dir", state)
 	servers := c.serversPath(e)
 	// A status left by an earlier run would be wrong about this one.

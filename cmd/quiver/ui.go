@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/quiver-mcp/quiver/operator"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// uiSection picks servers.yaml's ui: section:
+//
+//	ui:
+//	  listen: 127.0.0.1:8766
+type uiSection struct {
+	UI struct {
+		Listen yaml.Node `yaml:"listen"`
+	} `yaml:"ui"`
+	Rest map[string]yaml.Node `yaml:",inline"`
+}
+
+// uiAddr is the operator page's address: --ui, else ui.listen, else ""
+// (off).
+func uiAddr(cfg *registry.Config, flagAddr string) (string, error) {
+	if flagAddr != "" {
+		return flagAddr, nil
+	}
+	var sec uiSection
+	if err := cfg.DecodeSections(&sec); err != nil {
+		return "", err
+	}
+	n := &sec.UI.Listen
+	if n.Kind == 0 {
+		return "", nil
+	}
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		return "", fmt.Errorf("%w: %w", registry.ErrInvalidConfig,
+			&registry.ConfigError{File: cfg.Path, Line: n.Line, Msg: "ui.listen must be an address, like 127.0.0.1:8766"})
+	}
+	return n.Value, nil
+}
+
+// uiFront is the listening operator page of "serve --ui".
+type uiFront struct{ ln net.Listener }
+
+// listenUI listens on addr. The page answers approvals and switches tools,
+// so beyond loopback it needs the HTTP auth token to be set as well (the
+// same rule as --http): the page's own token travels in a URL.
+func listenUI(addr string, authToken string) (*uiFront, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--ui: listen: %w", err)
+	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	if (tcp == nil || !tcp.IP.IsLoopback()) && authToken == "" {
+		ln.Close()
+		return nil, fmt.Errorf("--ui %s listens beyond this machine (on %s): the operator page answers approvals, so it listens on a loopback address "+
+			"such as 127.0.0.1:8766, unless the HTTP auth token is set (--auth-token-file or QUIVER_AUTH_TOKEN)", addr, ln.Addr())
+	}
+	return &uiFront{ln: ln}, nil
+}
+
+// serve runs the page until ctx ends, and leaves its address where
+// "quiver ui" finds it.
+func (f *uiFront) serve(ctx context.Context, h *operator.Handler, stateDir, servers string, log *slog.Logger) {
+	url := h.URL(f.ln.Addr().String())
+	if err := writeUIFile(stateDir, servers, url); err != nil {
+		log.Warn("quiver ui will not find the page's address", "err", err)
+	}
+	defer os.Remove(uiFile(stateDir, servers))
+	log.Info("operator page", "url", url)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(f.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("operator page stopped", "err", err)
+	}
+}
+
+// uiFileContent is what serve leaves for "quiver ui": readable by the
+// user alone, as it holds the page's token.
+type uiFileContent struct {
+	PID int    `json:"pid"`
+	URL string `json:"url"`
+}
+
+func uiFile(stateDir, servers string) string {
+	// One file per servers.yaml, named as its reload status is.
+	return filepath.Join(stateDir, "ui", filepath.Base(statusFile(stateDir, servers)))
+}
+
+func writeUIFile(stateDir, servers, url string) error {
+	p := uiFile(stateDir, servers)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(uiFileContent{PID: os.Getpid(), URL: url})
+	return writeFileAtomic(p, append(b, '\n'), 0o600)
+}
+
+func uiCmd() *command {
+	return &command{
+		summary: "print (or open) the operator page's address",
+		usage:   "ui [--open] [--config PATH] [--state-dir DIR]",
+		help: `
+Prints the address of the operator page of the quiver serve running with
+this servers.yaml: a local web page where you answer approval cards (the
+way to approve calls from a host that cannot show them, such as Claude
+Desktop), switch tools on and off, try searches, read the audit and revoke
+grants. The address carries the page's token; keep it to yourself.
+
+The page is off by default. Turn it on with "quiver serve --ui
+127.0.0.1:8766", or in servers.yaml:
+
+  ui:
+    listen: 127.0.0.1:8766
+
+It listens on a loopback address only, unless the HTTP auth token is set.
+
+Flags:
+  --open             open the address in the default browser
+  --config PATH      servers.yaml the running quiver serve uses
+  --state-dir DIR    quiver's state dir`,
+		run: func(ctx context.Context, e *env, args []string) error {
+			var c common
+			var open bool
+			fs := newFlags("ui")
+			c.register(fs)
+			fs.BoolVar(&open, "open", false, "open it in the browser")
+			if err := parseFlagsOnly(fs, args); err != nil {
+				return err
+			}
+			state, err := c.state(e)
+			if err != nil {
+				return err
+			}
+			b, err := os.ReadFile(uiFile(state, c.serversPath(e)))
+			var u uiFileContent
+			if err != nil || json.Unmarshal(b, &u) != nil || u.PID <= 0 || !processAlive(u.PID) {
+				return fmt.Errorf("no running quiver serve for %s has the operator page on: start it with quiver serve --ui 127.0.0.1:8766, or set ui.listen in servers.yaml", c.serversPath(e))
+			}
+			fmt.Fprintln(e.stdout, u.URL)
+			if open {
+				return openBrowser(u.URL)
+			}
+			return nil
+		},
+	}
+}
+
+func openBrowser(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("open the browser: %w (open the address above yourself)", err)
+	}
+	go cmd.Wait()
+	return nil
+}

@@ -1,0 +1,221 @@
+// Package operator is quiver's operator page: a small local web
+// application where a person answers approval cards, switches tools on and
+// off, tries searches, reads the audit and revokes grants.
+//
+// It is for the host that cannot show an approval card (Claude Desktop
+// does not elicit): with the page on, a call that needs an approval waits
+// for the answer given here, exactly as it waits for a card answered in
+// the host. Every page reads through the packages the command line uses
+// (the gate's ledger, the registry's toggles file, the proxy's search);
+// nothing here keeps a second copy of a query.
+//
+// The page runs tools with the user's rights, so it is guarded like a
+// door: a random token (in the address quiver prints, then a cookie)
+// opens it, every change carries a CSRF token and must come from the
+// page's own origin, and on a loopback address the Host header must name
+// a loopback host (DNS rebinding).
+package operator
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// A Proxy is what the page needs of the running quiver (proxy.Server).
+type Proxy interface {
+	// Ledger is the ledger calls are recorded in; nil without a state dir.
+	Ledger() *gate.Ledger
+	// Answer records an answer to a pending approval and wakes the call
+	// that waits for it.
+	Answer(ctx context.Context, id int64, r gate.Resolution) (gate.Approval, error)
+	// Waiting lists the approvals whose calls wait now.
+	Waiting() []int64
+	// WatchApprovals ticks when a call starts or stops waiting.
+	WatchApprovals() (<-chan struct{}, func())
+	Catalog() *registry.Catalog
+	Class(t registry.Tool) gate.Class
+	// Search runs search_tools as a fresh session would.
+	Search(ctx context.Context, args json.RawMessage) *mcp.CallToolResult
+	// Redact hides quiver's secrets in text shown on the page.
+	Redact(text string) string
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Toggles is the toggles file the Tools page writes (tools.yaml).
+	Toggles string
+	// Token opens the page; New makes a random one when it is empty.
+	Token  string
+	Logger *slog.Logger
+}
+
+// A Handler serves the operator page.
+type Handler struct {
+	p     Proxy
+	opts  Options
+	csrf  string
+	pages *template.Template
+	mux   *http.ServeMux
+	log   *slog.Logger
+}
+
+//go:embed assets
+var assets embed.FS
+
+// cookieName holds the page token once the address with ?token= was opened.
+const cookieName = "quiver_operator"
+
+// New returns the page's handler for p.
+func New(p Proxy, opts Options) (*Handler, error) {
+	if opts.Token == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		opts.Token = hex.EncodeToString(b)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	t, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, []byte(opts.Token))
+	mac.Write([]byte("csrf"))
+	h := &Handler{p: p, opts: opts, csrf: hex.EncodeToString(mac.Sum(nil)), pages: t, mux: http.NewServeMux(), log: opts.Logger}
+	h.routes()
+	return h, nil
+}
+
+// Token is the token that opens the page.
+func (h *Handler) Token() string { return h.opts.Token }
+
+// URL is the address that opens the page on a server listening at addr.
+func (h *Handler) URL(addr string) string {
+	return "http://" + addr + "/?token=" + url.QueryEscape(h.opts.Token)
+}
+
+func (h *Handler) routes() {
+	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/approvals", http.StatusSeeOther)
+	})
+	h.mux.HandleFunc("GET /approvals", h.approvals)
+	h.mux.HandleFunc("GET /approvals/cards", h.cards)
+	h.mux.HandleFunc("GET /approvals/events", h.events)
+	h.mux.HandleFunc("POST /approvals/{id}", h.decide)
+	h.mux.HandleFunc("GET /tools", h.tools)
+	h.mux.HandleFunc("POST /tools/switch", h.switchTool)
+	h.mux.HandleFunc("GET /search", h.search)
+	h.mux.HandleFunc("GET /audit", h.audit)
+	h.mux.HandleFunc("GET /grants", h.grants)
+	h.mux.HandleFunc("POST /grants/{id}/revoke", h.revoke)
+	h.mux.Handle("GET /static/", http.FileServerFS(staticFS()))
+}
+
+// ServeHTTP checks the door, then serves the page.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !loopbackHost(r) {
+		http.Error(w, "quiver: this page answers on its loopback address only (the Host header named another)", http.StatusForbidden)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		http.Error(w, "quiver: a request from another site ("+o+") is refused", http.StatusForbidden)
+		return
+	}
+	if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
+		if !h.tokenOK(tok) {
+			h.unauthorized(w)
+			return
+		}
+		// The token leaves the address (history, screen shares) for a
+		// cookie no script and no other site can read.
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: h.opts.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q := r.URL.Query()
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil || !h.tokenOK(c.Value) {
+		h.unauthorized(w)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// A change must come from this page: its own origin, and the
+		// CSRF token only its forms carry.
+		if r.Header.Get("Origin") == "" && !sameOriginReferer(r) {
+			http.Error(w, "quiver: a change needs the page's Origin header; submit it from the page", http.StatusForbidden)
+			return
+		}
+		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(h.csrf)) {
+			http.Error(w, "quiver: the form's CSRF token is missing or wrong; reload the page and try again", http.StatusForbidden)
+			return
+		}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) tokenOK(tok string) bool {
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) == 1
+}
+
+func (h *Handler) unauthorized(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	w.Write([]byte("quiver: this page needs its token. Open the address that `quiver ui` prints (or the one quiver serve logged), which carries it.\n"))
+}
+
+// sameOriginReferer accepts a change whose browser sent no Origin but a
+// Referer of this page (older browsers on a same-origin form post).
+func sameOriginReferer(r *http.Request) bool {
+	u, err := url.Parse(r.Referer())
+	return err == nil && u.Scheme == "http" && u.Host == r.Host
+}
+
+// loopbackHost reports whether r's Host header names a loopback host,
+// or the server listens beyond loopback (then the HTTP auth token, not
+// the Host header, keeps strangers out).
+func loopbackHost(r *http.Request) bool {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if tcp, ok := local.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		return true
+	}
+	host := r.Host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		host = hh
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// errBadForm is a form the page did not send.
+var errBadForm = errors.New("bad form")
