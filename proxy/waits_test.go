@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quiver-mcp/quiver/gate"
+)
+
+// With the operator page on, a call whose host cannot show a card waits
+// for the answer given on the page (or in a terminal), and goes on the
+// moment it comes, with the result the host's own card would have given.
+func TestPageAnswerUnblocksWaitingCall(t *testing.T) {
+	const cfg = rigServer + `
+surface:
+  always_on: [ex__notes_add]
+policy:
+  approval_timeout: 20s
+  defaults:
+    write: ask
+`
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		answer func(s *Server, id int64) error
+		want   string
+	}{
+		{"page allows once", func(s *Server, id int64) error {
+			_, err := s.Answer(ctx, id, gate.Resolution{Approve: true, Lifetime: gate.Once})
+			return err
+		}, ""},
+		{"page denies", func(s *Server, id int64) error {
+			_, err := s.Answer(ctx, id, gate.Resolution{Approve: false})
+			return err
+		}, codeApprovalDenied},
+		{"terminal allows", func(s *Server, id int64) error {
+			// quiver approve N in another process writes only the ledger.
+			_, err := s.ledger.ResolveApproval(ctx, id, gate.Resolution{Approve: true, Lifetime: gate.Once})
+			return err
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, cfg, rigTools()...)
+			r.s.opts.ApprovalPage = true
+			c := r.connect("stdio")
+			tick, stop := r.s.WatchApprovals()
+			defer stop()
+			done := make(chan callResult, 1)
+			go func() { done <- c.call("ex__notes_add", map[string]any{"title": "x"}) }()
+			var id int64
+			for id == 0 {
+				select {
+				case <-tick:
+					if w := r.s.Waiting(); len(w) == 1 {
+						id = w[0]
+					}
+				case res := <-done:
+					t.Fatalf("the call did not wait for the page: %s", res.text())
+				case <-time.After(10 * time.Second):
+					t.Fatal("no call waits for an answer")
+				}
+			}
+			start := time.Now()
+			if err := tc.answer(r.s, id); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case res := <-done:
+				wantCode(t, res, tc.want)
+				if took := time.Since(start); took > 3*time.Second {
+					t.Fatalf("the answer took %v to reach the call", took)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the answer did not unblock the call")
+			}
+			if w := r.s.Waiting(); len(w) != 0 {
+				t.Fatalf("still waiting after the answer: %v", w)
+			}
+		})
+	}
+}
+
+// Without the page, the same call is refused at once with the terminal
+// hint, as before.
+func TestNoPageNoWait(t *testing.T) {
+	r := newRig(t, rigServer+`
+surface:
+  always_on: [ex__notes_add]
+policy:
+  defaults:
+    write: ask
+`, rigTools()...)
+	wantCode(t, r.connect("stdio").call("ex__notes_add", map[string]any{"title": "x"}), codeApprovalUnavailable)
+}
+
+// A page that nobody answers: the call ends at the approval timeout, with
+// the request left pending for quiver approve.
+func TestPageTimeout(t *testing.T) {
+	r := newRig(t, rigServer+`
+surface:
+  always_on: [ex__notes_add]
+policy:
+  approval_timeout: 1s
+  defaults:
+    write: ask
+`, rigTools()...)
+	r.s.opts.ApprovalPage = true
+	res := r.connect("stdio").call("ex__notes_add", map[string]any{"title": "x"})
+	wantCode(t, res, codeApprovalTimeout)
+	as, _ := r.s.ledger.Approvals(context.Background(), gate.ApprovalFilter{State: gate.Pending})
+	if len(as) != 1 {
+		t.Fatalf("pending after the timeout: %v", as)
+	}
+}
