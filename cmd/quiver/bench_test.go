@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,15 +21,127 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// connect starts command over stdio and returns an initialized client.
-func connect(b *testing.B, args ...string) *client.Client {
+// relayEnv makes the test binary a byte relay instead of running tests:
+// it starts the command in its arguments and copies stdin to the child and
+// the child's stdout to its own, decoding nothing. It is the floor of any
+// stdio hop: two more pipe writes and wake-ups.
+const relayEnv = "QUIVER_BENCH_RELAY"
+
+// relay is the byte relay relayEnv asks for; it returns the exit code.
+func relay(argv []string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err1 := cmd.StdinPipe()
+	out, err2 := cmd.StdoutPipe()
+	if err := errors.Join(err1, err2, cmd.Start()); err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		return 1
+	}
+	go func() { io.Copy(in, os.Stdin); in.Close() }()
+	io.Copy(os.Stdout, out)
+	cmd.Wait()
+	return 0
+}
+
+// A hop is one way of reaching the example server's tools.
+type hop struct {
+	name   string
+	c      *client.Client
+	prefix string // before the tool's name: "example__" through quiver
+}
+
+// hops starts the example server four ways: directly, behind the byte
+// relay (the floor), and behind quiver over stdio and over streamable
+// HTTP (quiver in direct mode, so no search is needed; the ledger on, as
+// it is in use). Each quiver lists the downstream tools before it returns.
+func hops(b *testing.B) []hop {
 	b.Helper()
-	tr := transport.NewStdioWithOptions(quiverBin, nil, args)
+	dir := b.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	direct := connect(b, quiverBin, nil, "example-server", "--test-tools", "--notes", filepath.Join(dir, "direct.json"))
+	relayed := connect(b, exe, []string{relayEnv + "=1"}, quiverBin, "example-server", "--test-tools", "--notes", filepath.Join(dir, "relay.json"))
+	cfg := filepath.Join(dir, "servers.yaml")
+	// search_text reads this package's folder ("."): let the fence allow
+	// it, and say where the example server puts a relative path (the
+	// folder it runs in, which is quiver's and this test's).
+	wd, _ := os.Getwd()
+	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: cwd\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
+	proxied := connect(b, quiverBin, profileEnv(b, dir, "stdio"), "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "stdio"), "--log-level", "error")
+	overHTTP := connectHTTP(b, cfg, filepath.Join(dir, "http"), profileEnv(b, dir, "http"))
+	for _, c := range []*client.Client{proxied, overHTTP} {
+		waitListed(b, c, "example__echo")
+	}
+	return []hop{{"relay", relayed, ""}, {"direct", direct, ""}, {"quiver", proxied, "example__"}, {"quiver-http", overHTTP, "example__"}}
+}
+
+// connect starts command over stdio and returns an initialized client.
+func connect(b *testing.B, command string, env []string, args ...string) *client.Client {
+	b.Helper()
+	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(command, args...)
+		cmd.Env = append(os.Environ(), env...)
+		if len(env) > 0 && strings.HasPrefix(env[0], "QUIVER_PROFILE_PREFIX=") {
+			profiled(b, cmd, strings.TrimPrefix(env[0], "QUIVER_PROFILE_PREFIX="))
+		}
+		return cmd, nil
+	}))
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	// Closed after profiled's cleanup (registered as the child starts).
+	b.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	initialize(b, c)
+	return c
+}
+
+// connectHTTP runs quiver serve --http with cfg and returns an initialized
+// streamable HTTP client of it.
+func connectHTTP(b *testing.B, cfg, state string, env []string) *client.Client {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(quiverBin, "serve", "--http", addr, "--config", cfg, "--state-dir", state, "--log-level", "error")
+	cmd.Env = append(environWithout("QUIVER_AUTH_TOKEN"), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	if len(env) > 0 {
+		profiled(b, cmd, strings.TrimPrefix(env[0], "QUIVER_PROFILE_PREFIX="))
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("quiver --http never listened")
+		}
+	}
+	tr, err := transport.NewStreamableHTTP("http://" + addr + "/mcp")
+	if err != nil {
+		b.Fatal(err)
+	}
 	c := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
 	if err := c.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
+	initialize(b, c)
+	return c
+}
+
+func initialize(b *testing.B, c *client.Client) {
+	b.Helper()
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
@@ -32,34 +150,51 @@ func connect(b *testing.B, args ...string) *client.Client {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		b.Fatal(err)
 	}
-	return c
 }
 
-// pair starts the example server directly and quiver in front of another
-// copy of it (direct mode, so no search is needed), and waits until quiver
-// lists the downstream tools.
-func pair(b *testing.B) (direct, proxied *client.Client) {
+func waitListed(b *testing.B, c *client.Client, tool string) {
 	b.Helper()
-	dir := b.TempDir()
-	direct = connect(b, "example-server", "--test-tools", "--notes", filepath.Join(dir, "direct.json"))
-	cfg := filepath.Join(dir, "servers.yaml")
-	// search_text reads this package's folder ("."): let the fence allow
-	// it, and say where the example server puts a relative path (the
-	// folder it runs in, which is quiver's and this test's).
-	wd, _ := os.Getwd()
-	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: cwd\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
-	proxied = connect(b, "serve", "--config", cfg, "--state-dir", dir, "--log-level", "error")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := proxied.ListTools(context.Background(), mcp.ListToolsRequest{})
-		if err == nil && slices.ContainsFunc(res.Tools, func(t mcp.Tool) bool { return t.Name == "example__echo" }) {
-			return direct, proxied
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+		if err == nil && slices.ContainsFunc(res.Tools, func(t mcp.Tool) bool { return t.Name == tool }) {
+			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatal("quiver never listed the example server's tools")
+			b.Fatalf("quiver never listed %s", tool)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// profileEnv asks a quiver built with -tags benchprofile (see
+// benchprofile.go) to profile itself, when QUIVER_BENCH_PROFILE names a
+// folder for the profiles:
+//
+//	QUIVER_BENCH_PROFILE=/tmp/prof go test ./cmd/quiver -run '^$' -bench ProxyCall -benchtime 1500x
+func profileEnv(b *testing.B, dir, name string) []string {
+	p := os.Getenv("QUIVER_BENCH_PROFILE")
+	if p == "" {
+		return nil
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return []string{"QUIVER_PROFILE_PREFIX=" + filepath.Join(p, strings.NewReplacer("/", "_", "=", "").Replace(b.Name())+"-"+name)}
+}
+
+// profiled has a profiling quiver write its profiles (SIGUSR1) before the
+// benchmark ends it: the last run's files are the ones left.
+func profiled(b *testing.B, cmd *exec.Cmd, prefix string) {
+	b.Cleanup(func() {
+		os.Remove(prefix + ".done")
+		if cmd.Process == nil || cmd.Process.Signal(syscall.SIGUSR1) != nil {
+			return
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(prefix + ".done"); err == nil {
+				return
+			}
+		}
+	})
 }
 
 func callOnce(b *testing.B, c *client.Client, name string, args map[string]any) {
@@ -71,10 +206,25 @@ func callOnce(b *testing.B, c *client.Client, name string, args map[string]any) 
 	}
 }
 
-// BenchmarkProxyCall measures a tools/call round trip through quiver
-// against the same downstream server called directly, in one run, and
-// reports the ratio. At concurrency 16 the calls run in parallel; a proxy
-// that serialised them would show a ratio far above the single-call one.
+// blockSize is how many calls a hop makes before the next hop takes its
+// turn: the hops alternate (ABAB) in blocks, so that a machine whose load
+// changes during the run weighs on each of them alike.
+const blockSize = 250
+
+// BenchmarkProxyCall measures a tools/call round trip four ways in one
+// run: the example server directly, behind a byte relay (the floor of any
+// stdio hop), and behind quiver over stdio and over streamable HTTP, with
+// quiver's ledger on. The hops take turns in blocks of blockSize calls;
+// b.N calls go each way. It reports each hop's median latency (p50-µs)
+// and its throughput (calls/s: calls over the time the hop's blocks
+// took), and the figures the targets are set on: the p50 each hop adds
+// to direct's, and its throughput as a fraction of direct's. At
+// concurrency 16 a proxy that serialised calls would show a throughput
+// far below direct's.
+//
+//	go test ./cmd/quiver -run '^$' -bench ProxyCall -benchtime 1500x -v
+//
+// prints each row's figures side by side as a table as well.
 func BenchmarkProxyCall(b *testing.B) {
 	for _, tc := range []struct {
 		name        string
@@ -88,30 +238,64 @@ func BenchmarkProxyCall(b *testing.B) {
 		{"sleep10ms/concurrency=16", 16, "sleep", map[string]any{"ms": 10}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			direct, proxied := pair(b)
-			run := func(c *client.Client, name string) time.Duration {
-				start := time.Now()
+			hs := hops(b)
+			lat := make([][]time.Duration, len(hs))
+			took := make([]time.Duration, len(hs))
+			block := func(h int, n int) {
+				var mu sync.Mutex
 				var wg sync.WaitGroup
-				per := (b.N + tc.concurrency - 1) / tc.concurrency
-				for range tc.concurrency {
+				start := time.Now()
+				for w := range tc.concurrency {
 					wg.Go(func() {
-						for range per {
-							callOnce(b, c, name, tc.args)
+						var mine []time.Duration
+						for i := w; i < n; i += tc.concurrency {
+							t0 := time.Now()
+							callOnce(b, hs[h].c, hs[h].prefix+tc.tool, tc.args)
+							mine = append(mine, time.Since(t0))
 						}
+						mu.Lock()
+						lat[h] = append(lat[h], mine...)
+						mu.Unlock()
 					})
 				}
 				wg.Wait()
-				return time.Since(start)
+				took[h] += time.Since(start)
+			}
+			// Warm every hop up (connections, caches, the ledger's file).
+			for h := range hs {
+				block(h, min(50, b.N))
+				lat[h], took[h] = nil, 0
 			}
 			b.ResetTimer()
-			d := run(direct, tc.tool)
-			q := run(proxied, "example__"+tc.tool)
+			for done, round := 0, 0; done < b.N; done, round = done+blockSize, round+1 {
+				n := min(blockSize, b.N-done)
+				for i := range hs {
+					block((i+round)%len(hs), n) // each hop goes first in turn
+				}
+			}
 			b.StopTimer()
-			n := float64(b.N)
-			b.ReportMetric(float64(d.Nanoseconds())/n, "direct-ns/op")
-			b.ReportMetric(float64(q.Nanoseconds())/n, "quiver-ns/op")
-			b.ReportMetric(float64(q-d)/n/1e3, "added-µs/op")
-			b.ReportMetric(float64(q)/float64(d), "ratio")
+			p50 := make([]float64, len(hs))
+			tput := make([]float64, len(hs))
+			for h := range hs {
+				slices.Sort(lat[h])
+				p50[h] = float64(lat[h][len(lat[h])/2].Nanoseconds()) / 1e3
+				tput[h] = float64(len(lat[h])) / took[h].Seconds()
+				b.ReportMetric(p50[h], hs[h].name+"-p50-µs")
+			}
+			const direct = 1
+			for h := range hs {
+				if h == direct {
+					continue
+				}
+				b.ReportMetric(p50[h]-p50[direct], hs[h].name+"-added-p50-µs")
+				b.ReportMetric(tput[h]/tput[direct], hs[h].name+"-tput-ratio")
+			}
+			var t strings.Builder
+			fmt.Fprintf(&t, "%s, %d calls a hop, blocks of %d:\n%-12s %10s %10s %10s %12s\n", tc.name, b.N, blockSize, "hop", "p50 µs", "added µs", "calls/s", "÷ direct")
+			for h := range hs {
+				fmt.Fprintf(&t, "%-12s %10.1f %10.1f %10.0f %12.2f\n", hs[h].name, p50[h], p50[h]-p50[direct], tput[h], tput[h]/tput[direct])
+			}
+			b.Log("\n" + t.String())
 		})
 	}
 }

@@ -30,13 +30,20 @@ var quiverBin string
 var builtins = []string{"search_tools", "call_tool", "read_file", "request_capability"}
 
 func TestMain(m *testing.M) {
+	if os.Getenv(relayEnv) != "" {
+		os.Exit(relay(os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "quiver-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	quiverBin = filepath.Join(dir, "quiver")
-	build := exec.Command("go", "build", "-o", quiverBin, ".")
+	tags := "" // bench_test.go: profileEnv
+	if os.Getenv("QUIVER_BENCH_PROFILE") != "" {
+		tags = "benchprofile"
+	}
+	build := exec.Command("go", "build", "-tags", tags, "-o", quiverBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build quiver:", err)
