@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,12 +40,21 @@ type Ledger struct {
 	recovered int
 	wmu       sync.Mutex
 
-	// later holds writes that nothing waits for (terminal outcomes,
-	// refusals); one goroutine commits them in batches, so a call's fast
-	// path pays for one write, not three.
+	journalDir string
+	// recoveredJournals were read back by init, and go once it commits.
+	recoveredJournals []string
+
+	// later holds writes that nothing waits for (starts already in the
+	// journal, terminal outcomes, refusals); one goroutine commits them in
+	// batches, so a call's path pays for no transaction at all.
 	later     chan func(context.Context, *sql.Tx) error
 	flushed   chan struct{}
 	closeOnce sync.Once
+	closed    atomic.Bool
+
+	// journal makes a call's start durable before it is forwarded
+	// (journal.go).
+	journal *journal
 
 	// Prepared once: the pure-Go SQLite spends more preparing these than
 	// running them.
@@ -201,6 +211,7 @@ func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger
 		o(l)
 	}
 	l.host, _ = os.Hostname()
+	l.journalDir = journalDir(path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
@@ -225,6 +236,13 @@ func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: prepare: %w", path, err)
 	}
+	for _, p := range l.recoveredJournals {
+		os.Remove(p)
+	}
+	if l.journal, err = openJournal(path, l.run); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
 	l.later = make(chan func(context.Context, *sql.Tx) error, 4096)
 	l.flushed = make(chan struct{})
 	go l.flushLoop()
@@ -236,8 +254,14 @@ func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger
 func (l *Ledger) flushLoop() {
 	defer close(l.flushed)
 	ctx := context.Background()
+	linger := time.NewTimer(0)
+	<-linger.C
 	for f := range l.later {
 		batch := []func(context.Context, *sql.Tx) error{f}
+		// Nothing waits for these writes: gather what comes in the next
+		// few milliseconds, so that a lone caller's starts and ends share
+		// a transaction too.
+		linger.Reset(flushLinger)
 	more:
 		for len(batch) < 512 {
 			select {
@@ -246,8 +270,14 @@ func (l *Ledger) flushLoop() {
 					break more
 				}
 				batch = append(batch, g)
-			default:
+			case <-linger.C:
 				break more
+			}
+		}
+		if !linger.Stop() {
+			select {
+			case <-linger.C:
+			default:
 			}
 		}
 		err := l.write(ctx, func(tx *sql.Tx) error {
@@ -264,16 +294,39 @@ func (l *Ledger) flushLoop() {
 				_ = l.write(ctx, func(tx *sql.Tx) error { return g(ctx, tx) })
 			}
 		}
+		l.journal.commit()
 	}
 }
 
+// flushLinger is how long the flusher waits for more writes to batch: the
+// most an end can lag behind its call, and at a crash, the window in
+// which an ended call may still read outcome_unknown (the safe side).
+const flushLinger = 2 * time.Millisecond
+
 // deferWrite queues a write nothing waits for. When the queue is full it
-// writes at once rather than drop the record.
+// waits for room: the writes keep their order (a call's end after its
+// start), and none is dropped.
 func (l *Ledger) deferWrite(f func(context.Context, *sql.Tx) error) {
+	l.later <- f
+}
+
+// settle waits until every write queued before it is committed, so that a
+// reader in this process sees what it recorded.
+func (l *Ledger) settle(ctx context.Context) {
+	if l.closed.Load() {
+		return
+	}
+	done := make(chan struct{}, 1)
+	l.deferWrite(func(context.Context, *sql.Tx) error {
+		select {
+		case done <- struct{}{}:
+		default:
+		}
+		return nil
+	})
 	select {
-	case l.later <- f:
-	default:
-		_ = l.write(context.Background(), func(tx *sql.Tx) error { return f(context.Background(), tx) })
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
@@ -284,6 +337,9 @@ func (l *Ledger) init(ctx context.Context) error {
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO runs (pid, host, started) VALUES (?, ?, ?)`, os.Getpid(), l.host, l.stamp())
 		if l.run, err = insertedID("register run", res, err); err != nil {
+			return err
+		}
+		if l.recoveredJournals, err = l.recoverJournals(ctx, tx, l.journalDir); err != nil {
 			return err
 		}
 		l.recovered, err = l.recoverLocked(ctx, tx)
@@ -343,11 +399,13 @@ func (l *Ledger) Recovered() int { return l.recovered }
 // Close marks this process's run as ended and closes the file. Calls still
 // open become outcome_unknown at the next open.
 func (l *Ledger) Close() error {
-	l.closeOnce.Do(func() { close(l.later) })
+	l.closeOnce.Do(func() { l.closed.Store(true); close(l.later) })
 	<-l.flushed
+	jerr := l.journal.close()
 	l.wmu.Lock()
 	_, err := l.db.Exec(`UPDATE runs SET ended = ? WHERE id = ?`, l.stamp(), l.run)
 	l.wmu.Unlock()
+	err = errors.Join(err, jerr)
 	if cerr := l.db.Close(); err == nil {
 		err = cerr
 	}
@@ -423,12 +481,29 @@ func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args 
 }
 
 // RecordStarted records an allowed call that is about to be forwarded:
-// request, decision and start in one write, the only one a call waits for.
-// It is committed before the call goes out, so a crash during the call
-// leaves a start with no end, which the next open reads as
-// outcome_unknown.
+// request, decision and start. It is durable when RecordStarted returns
+// (a line in the start journal, journal.go), before the call goes out, so
+// a crash during the call leaves a start with no end, which the next open
+// reads as outcome_unknown; the row itself is written in the background.
+// The id it returns is a handle for RecordEndLater, not a row id.
 func (l *Ledger) RecordStarted(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
-	return l.insertCall(ctx, "record start", session, tool, args, d, true)
+	now, digest, verdict := l.stamp(), callDigest(args, d), d.Verdict.String()
+	seq, err := l.journal.append(journalEntry{Time: now, Session: session, Tool: tool, Digest: digest, Verdict: verdict, Code: d.Code, Reason: d.Reason})
+	if err != nil {
+		// The journal failed (a full disk?): the row, at once, is as good.
+		return l.insertCall(ctx, "record start", session, tool, args, d, true)
+	}
+	h := handle(l.run, seq)
+	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, verdict, d.Code, d.Reason, now)
+		id, err := insertedID("record start", res, err)
+		if err != nil {
+			return err
+		}
+		l.journal.inserted(h, seq, id)
+		return nil
+	})
+	return h, nil
 }
 
 func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, args json.RawMessage, d Decision, started bool) (int64, error) {
@@ -459,7 +534,19 @@ func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Dec
 func (l *Ledger) RecordEndLater(call int64, o Outcome, detail string) {
 	now := l.stamp()
 	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, l.updEnd).ExecContext(ctx, string(o), detail, now, now, call)
+		id := call
+		if call < 0 {
+			// A journaled start: its row was inserted earlier in this
+			// queue, which keeps order.
+			var ok bool
+			if id, ok = l.journal.rowOf(call); !ok {
+				return nil
+			}
+		}
+		_, err := tx.StmtContext(ctx, l.updEnd).ExecContext(ctx, string(o), detail, now, now, id)
+		if err == nil && call < 0 {
+			l.journal.forget(call)
+		}
 		return err
 	})
 }
@@ -533,6 +620,7 @@ type AuditQuery struct {
 
 // Audit returns matching calls, oldest first.
 func (l *Ledger) Audit(ctx context.Context, q AuditQuery) ([]CallEntry, error) {
+	l.settle(ctx)
 	where := []string{"1=1"}
 	var args []any
 	if !q.Since.IsZero() {

@@ -1,0 +1,242 @@
+package gate
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The start journal is how an allowed call's start is made durable before
+// the call is forwarded without a SQLite transaction on the call's path.
+// RecordStarted appends one line to this run's journal file (one write(2);
+// the line is in the kernel once it returns, so it outlives a crash of
+// quiver, as a commit under SQLite's synchronous=NORMAL does) and leaves
+// the row to the flusher, which writes starts and ends in batches. At the
+// next open, the journal of a run that died is read back: every start the
+// ledger lacks is inserted and, with the run's other open calls, closed
+// as outcome_unknown. The guarantee is the one the synchronous insert
+// gave; what went is a transaction per call (about 90 µs, and a second
+// one for the end, in the profile of issue 16).
+//
+// A journaled call is known by a handle until its row exists: the negative
+// of its run and sequence number, so that no handle is ever a row id, and
+// one from another run is never mistaken for one of this run's.
+type journal struct {
+	path string
+
+	mu        sync.Mutex
+	f         *os.File
+	size      int64
+	appended  int64 // the last sequence number written
+	committed int64 // every start up to this one is in the ledger
+	seen      int64 // the highest start the flusher has inserted
+
+	ids    sync.Map // handle -> row id, until the end is committed
+	forgot []int64  // handles whose end is written, to drop at commit
+}
+
+// journalEntry is one line of the journal: a call's row as RecordStarted
+// would have inserted it.
+type journalEntry struct {
+	Seq     int64  `json:"seq"`
+	Time    int64  `json:"time"`
+	Session string `json:"session"`
+	Tool    string `json:"tool"`
+	Digest  string `json:"digest"`
+	Verdict string `json:"verdict"`
+	Code    string `json:"code"`
+	Reason  string `json:"reason"`
+}
+
+// journalCompactAt is the size past which the flusher empties a journal
+// whose every line is in the ledger.
+const journalCompactAt = 1 << 20
+
+// journalDir is where the journals of the ledger at path live.
+func journalDir(path string) string { return path + ".starts" }
+
+func journalPath(dir string, run int64) string {
+	return filepath.Join(dir, strconv.FormatInt(run, 10)+".jsonl")
+}
+
+func openJournal(ledgerPath string, run int64) (*journal, error) {
+	dir := journalDir(ledgerPath)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("start journal: %w", err)
+	}
+	p := journalPath(dir, run)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start journal: %w", err)
+	}
+	return &journal{path: p, f: f}, nil
+}
+
+// handle is the id RecordStarted returns for sequence number seq of run.
+func handle(run, seq int64) int64 { return -(run<<32 | seq) }
+
+// append writes e as the next line and returns its sequence number.
+func (j *journal) append(e journalEntry) (int64, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e.Seq = j.appended + 1
+	b, err := json.Marshal(e)
+	if err != nil {
+		return 0, err
+	}
+	b = append(b, '\n')
+	if _, err := j.f.Write(b); err != nil {
+		return 0, fmt.Errorf("start journal: %w", err)
+	}
+	j.appended, j.size = e.Seq, j.size+int64(len(b))
+	return e.Seq, nil
+}
+
+// inserted notes, in the flusher's transaction, that start seq is row id.
+func (j *journal) inserted(h, seq, id int64) {
+	j.ids.Store(h, id)
+	j.mu.Lock()
+	j.seen = max(j.seen, seq)
+	j.mu.Unlock()
+}
+
+// rowOf is the row id of a handle.
+func (j *journal) rowOf(h int64) (int64, bool) {
+	id, ok := j.ids.Load(h)
+	if !ok {
+		return 0, false
+	}
+	return id.(int64), true
+}
+
+// forget drops a handle whose end is written, once that commits: a
+// transaction that fails is retried, and its end must find the row again.
+func (j *journal) forget(h int64) {
+	j.mu.Lock()
+	j.forgot = append(j.forgot, h)
+	j.mu.Unlock()
+}
+
+// commit notes that the flusher's last transaction committed, and empties
+// a large journal whose every start is now in the ledger: with O_APPEND
+// the next line goes to the start of the emptied file.
+func (j *journal) commit() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, h := range j.forgot {
+		j.ids.Delete(h)
+	}
+	j.forgot = j.forgot[:0]
+	j.committed = j.seen
+	if j.size >= journalCompactAt && j.committed == j.appended {
+		if j.f.Truncate(0) == nil {
+			j.size = 0
+		}
+	}
+}
+
+// close closes the file and removes it when every start is in the ledger;
+// otherwise it stays for the next open to read back.
+func (j *journal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	err := j.f.Close()
+	if j.committed == j.appended {
+		err = errors.Join(err, os.Remove(j.path))
+	}
+	return err
+}
+
+// recoverJournals inserts the starts that the journals of dead runs hold
+// and the ledger lacks, as open calls of their run, for recoverLocked to
+// close as outcome_unknown, and returns the journals it read, to be
+// removed once tx commits. A journal of a live run, or of a run of
+// another host, is left alone.
+func (l *Ledger) recoverJournals(ctx context.Context, tx *sql.Tx, dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read start journals: %w", err)
+	}
+	var done []string
+	for _, ent := range ents {
+		run, err := strconv.ParseInt(strings.TrimSuffix(ent.Name(), ".jsonl"), 10, 64)
+		if err != nil || run == l.run || !strings.HasSuffix(ent.Name(), ".jsonl") {
+			continue
+		}
+		var pid, ended sql.NullInt64
+		var host sql.NullString
+		err = tx.QueryRowContext(ctx, `SELECT pid, host, ended FROM runs WHERE id = ?`, run).Scan(&pid, &host, &ended)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("start journal of run %d: %w", run, err)
+		}
+		alive := err == nil && !ended.Valid && (host.String != l.host || l.alive(int(pid.Int64)))
+		if alive {
+			continue
+		}
+		p := filepath.Join(dir, ent.Name())
+		if err := l.ingestJournal(ctx, tx, run, p); err != nil {
+			return nil, fmt.Errorf("start journal of run %d: %w", run, err)
+		}
+		done = append(done, p)
+	}
+	return done, nil
+}
+
+// ingestJournal inserts the starts of run's journal at p that the ledger
+// lacks. A start is in the ledger when its run has a call of the same
+// tool and session that started at the same microsecond.
+func (l *Ledger) ingestJournal(ctx context.Context, tx *sql.Tx, run int64, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rows, err := tx.QueryContext(ctx, `SELECT started, tool, session FROM calls WHERE run = ? AND started IS NOT NULL`, run)
+	if err != nil {
+		return err
+	}
+	type key struct {
+		started       int64
+		tool, session string
+	}
+	have := map[key]bool{}
+	for rows.Next() {
+		var k key
+		if err := rows.Scan(&k.started, &k.tool, &k.session); err != nil {
+			rows.Close()
+			return err
+		}
+		have[k] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var e journalEntry
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue // the torn last line of a crash: it was never forwarded
+		}
+		if have[key{e.Time, e.Tool, e.Session}] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, sqlInsertCall, run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
