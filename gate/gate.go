@@ -84,6 +84,10 @@ const (
 	CodeAskPolicy        = "ask.policy" // the class default asks
 )
 
+// CodeDefinitionChanged: the tool's server changed its definition since it
+// was pinned, and no person has accepted the change.
+const CodeDefinitionChanged = "deny.definition_changed"
+
 // Capabilities a path outside the fence needs. A mutate grant also covers
 // reading. Other needs are named by the tool's class ("execute", ...).
 const (
@@ -144,6 +148,10 @@ type Call struct {
 	// of a sentence ("the current /review allows only read tools").
 	Withheld    bool
 	WithheldWhy string
+	// Changed, when set, says what changed in the tool's definition since
+	// it was pinned (names, never the server's new text): the tool is held
+	// until a person accepts the change, whatever else holds.
+	Changed string
 	// Visible is true when the session may call the tool now: always-on,
 	// forced by a slash command, or bound by one of its searches.
 	Visible bool
@@ -316,6 +324,9 @@ func (g *Gate) Effective() Policy {
 		p.OutsideFence = "deny"
 	}
 	p.StrictArgs, p.CorrectionRounds, p.ApprovalTimeout = g.p.strict, g.p.rounds, g.p.approvalWait
+	if p.Pinning == "" {
+		p.Pinning = "strict"
+	}
 	p.Defaults = make(map[Class]string, len(g.p.defaults))
 	for c, v := range g.p.defaults {
 		p.Defaults[c] = v.String()
@@ -934,6 +945,9 @@ func resolve(c Call) (Decision, bool) {
 		}
 		reason += " Use search_tools to find the tool you need."
 		return deny(CodeUnknownTool, reason), true
+	case c.Changed != "":
+		return deny(CodeDefinitionChanged, fmt.Sprintf("The tool %q is held: its server changed its definition since it was approved (%s). "+
+			"Ask the user to review the change (quiver tools changes) and accept it (quiver tools accept %s), or use another tool.", c.Name, c.Changed, c.Name)), true
 	case c.Withheld:
 		why := c.WithheldWhy
 		if why == "" {

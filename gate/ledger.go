@@ -332,7 +332,7 @@ func (l *Ledger) settle(ctx context.Context) {
 
 func (l *Ledger) init(ctx context.Context) error {
 	return l.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, ledgerSchema); err != nil {
+		if _, err := tx.ExecContext(ctx, ledgerSchema+pinSchema); err != nil {
 			return fmt.Errorf("create tables: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO runs (pid, host, started) VALUES (?, ?, ?)`, os.Getpid(), l.host, l.stamp())

@@ -147,6 +147,13 @@ type Policy struct {
 	// ApprovalTimeout is how long the proxy waits for a person to answer
 	// an approval card; 0 means 120 s. The gate only carries it.
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
+
+	// Pinning is what a tool whose definition changed since it was pinned
+	// gets: "strict" (the default: held until a person accepts it),
+	// "warn" (accepted at once, the diff logged) or "off". A server
+	// entry's pinning: wins. The gate only validates and carries it: the
+	// registry pins.
+	Pinning string `yaml:"pinning"`
 }
 
 // A Rule overrides the defaults for tools whose name matches Tool (a name
@@ -243,6 +250,11 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 	}
 	if cp.approvalWait <= 0 {
 		cp.approvalWait = 120 * time.Second
+	}
+	switch p.Pinning {
+	case "", "strict", "warn", "off":
+	default:
+		return cp, &PolicyError{Key: []string{"pinning"}, Err: fmt.Errorf("%q is not strict, warn or off", p.Pinning)}
 	}
 	switch strings.ToLower(p.OutsideFence) {
 	case "", "ask":

@@ -77,6 +77,9 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 	if t, ok := st.cat.Lookup(name); ok && st.tools[name].Name != "" {
 		call.Tool = s.gateTool(t)
 		call.WithheldWhy, call.Withheld = s.whyWithheld(ss, name)
+		if t.Held != nil {
+			call.Changed = t.Held.Diff.Summary()
+		}
 		call.Visible = s.visible(ss, st, name)
 		if sl := ss.activeSlash(); sl != nil {
 			call.Activity, call.ReadOnlyActivity = sl.Activity, sl.ReadOnly

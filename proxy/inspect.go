@@ -28,7 +28,7 @@ func (s *Server) Surface() (lean, full []mcp.Tool) {
 	}
 	full = append(full, s.builtins()...)
 	for _, t := range st.cat.Tools {
-		if def, ok := st.tools[t.Exposed]; ok && !t.Off {
+		if def, ok := st.tools[t.Exposed]; ok && !t.Off && t.Held == nil {
 			full = append(full, def)
 		}
 	}

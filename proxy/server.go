@@ -172,7 +172,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
 	s.pending.Store(set)
-	s.reg = registry.New(cfg, registry.Options{
+	ropts := registry.Options{
 		Logger:              opts.Logger,
 		StateDir:            opts.StateDir,
 		Executable:          opts.Executable,
@@ -180,7 +180,13 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		ServerClientOptions: s.relay.clientOptions,
 		OnNotification:      s.relay.notification,
 		AnswerInput:         s.relay.answerInput,
-	})
+		Pinning:             s.pinMode,
+		Judge:               PinJudge(),
+	}
+	if ledger != nil {
+		ropts.Pins = NewPinStore(ledger)
+	}
+	s.reg = registry.New(cfg, ropts)
 
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
@@ -448,12 +454,13 @@ func (s *Server) install(cat *registry.Catalog) {
 		if slices.Contains(cfg.Surface.AlwaysOn, t.Exposed) {
 			def.Meta = alwaysLoad()
 		}
-		// A switched-off tool stays registered, so that a host that cached
-		// it gets deny.withheld rather than "tool not found"; it is never
-		// listed (withheld) and never found (not indexed).
+		// A switched-off or held tool stays registered, so that a host
+		// that cached it gets deny.withheld or deny.definition_changed
+		// rather than "tool not found"; it is never listed (withheld) and
+		// never found (not indexed).
 		tools[t.Exposed] = def
 		serverTools = append(serverTools, server.ServerTool{Tool: def, Handler: s.handleDirect})
-		if t.Off {
+		if t.Off || t.Held != nil {
 			continue
 		}
 		about, ok := abouts[t.Server]

@@ -146,8 +146,9 @@ func (s *Server) withheld(ss *session, name string) bool {
 	return w
 }
 
-// whyWithheld is the one decision: a tool switched off (tools.yaml, or its
-// server's tools_default: off) or outside the allow list of this turn's
+// whyWithheld is the one decision: a tool held for a changed definition
+// (registry/pin.go), switched off (tools.yaml, or its server's
+// tools_default: off) or outside the allow list of this turn's
 // slash command is withheld: not listed, not found, not bound, refused at
 // dispatch with deny.withheld; an activity narrows the catalog and nothing
 // widens it. why ends the refusal's sentence. quiver's builtins are never
@@ -156,7 +157,12 @@ func (s *Server) whyWithheld(ss *session, name string) (why string, withheld boo
 	if isBuiltin(name) {
 		return "", false
 	}
-	if t, ok := s.state.Load().cat.Lookup(name); ok && t.Off {
+	t, ok := s.state.Load().cat.Lookup(name)
+	if ok && t.Held != nil {
+		return "its server changed its definition since it was approved (" + t.Held.Diff.Summary() +
+			"); ask the user to review it (quiver tools changes)", true
+	}
+	if ok && t.Off {
 		why = "it is switched off here"
 		if t.Toggle != "" {
 			why += " (" + t.Toggle + ")"

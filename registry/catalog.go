@@ -25,6 +25,11 @@ type Tool struct {
 	// when nothing did. The zero value is on.
 	Off    bool
 	Toggle string
+	// Digest is the digest of the tool's Definition. Held, when set, says
+	// that it differs from the one pinned and no person has accepted it
+	// (pin.go): the tool is not listed, found, bound or called.
+	Digest string
+	Held   *Hold
 }
 
 // State is where a downstream server is in its life.

@@ -183,6 +183,9 @@ type Server struct {
 	// ToolsOff is tools_default: off: the server's tools are switched off
 	// until the toggles file switches them on.
 	ToolsOff bool
+	// Pinning is the entry's pinning: (PinStrict, PinWarn, PinOff), ""
+	// when it leaves it to policy.pinning.
+	Pinning string
 	// PathArgs names, per tool (the server's own tool name), the top-level
 	// arguments that are paths, for tools whose argument names do not say
 	// so; the gate's fence checks them besides those it infers.
@@ -296,8 +299,10 @@ type fileServer struct {
 	Keywords  []string          `yaml:"keywords"`
 	Timeout   time.Duration     `yaml:"timeout"`
 	// ToolsDefault is "on" (the default) or "off".
-	ToolsDefault string              `yaml:"tools_default"`
-	PathArgs     map[string][]string `yaml:"path_args"`
+	ToolsDefault string `yaml:"tools_default"`
+	// Pinning overrides policy.pinning for this server.
+	Pinning  string              `yaml:"pinning"`
+	PathArgs map[string][]string `yaml:"path_args"`
 	// EnvPassthrough names variables of quiver's environment the child
 	// receives besides the default set.
 	EnvPassthrough []string `yaml:"env_passthrough"`
@@ -539,6 +544,12 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		s.ToolsOff = true
 	default:
 		p.fail(key("tools_default"), "servers.%s.tools_default: %q is not on or off", name, fs.ToolsDefault)
+	}
+	switch fs.Pinning {
+	case "", PinStrict, PinWarn, PinOff:
+		s.Pinning = fs.Pinning
+	default:
+		p.fail(key("pinning"), "servers.%s.pinning: %q is not strict, warn or off", name, fs.Pinning)
 	}
 	if fs.Prefix != nil {
 		s.Prefix = *fs.Prefix

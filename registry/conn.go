@@ -347,8 +347,10 @@ func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error)
 			if title == "" {
 				title = t.Annotations.Title
 			}
-			out = append(out, Tool{Name: t.Name, Title: title, Description: t.Description,
-				InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+			tool := Tool{Name: t.Name, Title: title, Description: t.Description,
+				InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+			tool.Digest = tool.Definition().Digest()
+			out = append(out, tool)
 		}
 		if res.NextCursor == "" || res.NextCursor == cursor {
 			return out, nil

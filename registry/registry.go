@@ -22,6 +22,8 @@ import (
 var (
 	ErrUnknownTool = errors.New("unknown tool")
 	ErrServerDown  = errors.New("server is not running")
+	// ErrHeld is a call to a tool whose changed definition awaits a person.
+	ErrHeld = errors.New("tool definition changed; held until a person accepts it")
 )
 
 // Options tune a Registry. The zero value works.
@@ -57,6 +59,18 @@ type Options struct {
 	// make their first attempt before it publishes (default 10 s); a
 	// slower server joins the catalog when it comes up.
 	ApplyWait time.Duration
+	// Pins, when set, pins every tool's definition on first sight and
+	// holds a later, different one until a person accepts it (pin.go).
+	Pins PinStore
+	// Pinning gives a server's pinning mode (PinStrict, PinWarn, PinOff);
+	// default strict for every server.
+	Pinning func(server string) string
+	// Judge tells a held tool's diff which arguments are paths and what
+	// class annotations make (pindiff.go); the zero value flags neither.
+	Judge Judge
+	// PinPoll is how often the pins are checked for a change made by
+	// another process (default 500 ms).
+	PinPoll time.Duration
 }
 
 // A Registry runs the downstream servers of one Config.
@@ -81,6 +95,7 @@ type Registry struct {
 	tried    chan struct{} // closed once a catalog with every first attempt is out, or on Close
 	triedOne sync.Once
 	readyGen uint64
+	pins     *pinner // nil without Options.Pins
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -105,7 +120,11 @@ func New(cfg *Config, opts Options) *Registry {
 	if opts.ApplyWait <= 0 {
 		opts.ApplyWait = 10 * time.Second
 	}
+	if opts.PinPoll <= 0 {
+		opts.PinPoll = 500 * time.Millisecond
+	}
 	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{})}
+	r.pins = newPinner(opts, opts.Logger)
 	for _, s := range cfg.Servers {
 		r.conns = append(r.conns, r.newConn(s, cfg.Secrets))
 	}
@@ -124,10 +143,14 @@ func (r *Registry) Start(ctx context.Context) {
 		r.launch(ctx, c, func() { r.pending.Add(-1); r.changed() })
 	}
 	r.changed() // with no servers at all, ready at once
-	r.wg.Add(1)
+	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
 		r.publish(ctx)
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.pins.follow(ctx, r.opts.PinPoll, r.changed)
 	}()
 }
 
@@ -171,6 +194,10 @@ func (r *Registry) Call(ctx context.Context, exposed string, args json.RawMessag
 	tool, ok := r.Catalog().Lookup(exposed)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, exposed)
+	}
+	if tool.Held != nil {
+		// The proxy refuses it first; nothing else may reach it either.
+		return nil, fmt.Errorf("%w: %s: %s", ErrHeld, exposed, tool.Held.Diff.Summary())
 	}
 	c := r.connFor(tool.Server)
 	if c == nil {
@@ -243,6 +270,7 @@ func (r *Registry) build() *Catalog {
 	collided := map[string]bool{}
 	for _, c := range conns {
 		tools, status := c.snapshot()
+		r.pins.check(c.srv.Name, tools)
 		// The entry in force: prefix, keywords and tools_default change
 		// without a restart.
 		srv, _ := cfg.Server(c.srv.Name)

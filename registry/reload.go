@@ -240,7 +240,7 @@ func sameLaunch(a, b Server) bool {
 func sameServer(a, b Server) bool {
 	return sameLaunch(a, b) && a.Prefix == b.Prefix && slices.Equal(a.Keywords, b.Keywords) &&
 		a.Timeout == b.Timeout && a.ToolsOff == b.ToolsOff && pathArgsEqual(a.PathArgs, b.PathArgs) &&
-		a.PathBase == b.PathBase
+		a.PathBase == b.PathBase && a.Pinning == b.Pinning
 }
 
 func pathArgsEqual(a, b map[string][]string) bool {

@@ -250,7 +250,10 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 	enabled := map[string]int{}
 	for _, t := range cat.Tools {
 		et := effectiveTool{Name: t.Exposed, Server: t.Server, Why: t.Toggle}
-		if !t.Off {
+		if t.Held != nil {
+			et.Why = "held: its definition changed (quiver tools changes)"
+		}
+		if !t.Off && t.Held == nil {
 			enabled[t.Server]++
 			out.Active = append(out.Active, et)
 		} else {
