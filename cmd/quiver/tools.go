@@ -12,8 +12,8 @@ import (
 
 func toolsCmd() *command {
 	return &command{
-		summary: "list tools, switch them on and off (the tools panel)",
-		usage:   "tools list [--server S] [--enabled|--disabled] [--json] | tools enable NAME|GLOB... | tools disable NAME|GLOB...",
+		summary: "list tools, switch them on and off, review changed definitions",
+		usage:   "tools list [--server S] [--enabled|--disabled] [--json] | tools enable NAME|GLOB... | tools disable NAME|GLOB... | tools changes | tools accept NAME|--server S|--all | tools reject NAME | tools history NAME",
 		help: `
 quiver tools list [--server S] [--enabled|--disabled] [--json] [--wait D]
   Starts the configured servers and lists every tool: its exposed name, its
@@ -47,19 +47,28 @@ Flags:
   --server S       list only server S's tools
   --enabled        list only enabled tools; --disabled only disabled ones
   --json           one JSON object per tool
-  --wait D         how long to wait for servers to start (default 30s)`,
-		subcommands: []string{"list", "enable", "disable"},
+  --wait D         how long to wait for servers to start (default 30s)
+` + pinsHelp,
+		subcommands: []string{"list", "enable", "disable", "changes", "accept", "reject", "history"},
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) == 0 {
-				return fmt.Errorf("%w: the tools command takes a subcommand: list, enable or disable", errUsage)
+				return fmt.Errorf("%w: the tools command takes a subcommand: list, enable, disable, changes, accept, reject or history", errUsage)
 			}
 			switch args[0] {
 			case "list":
 				return toolsList(ctx, e, args[1:])
 			case "enable", "disable":
 				return toolsSwitch(e, args[0] == "enable", args[1:])
+			case "changes":
+				return toolsChanges(ctx, e, args[1:])
+			case "accept":
+				return toolsAccept(ctx, e, args[1:])
+			case "reject":
+				return toolsReject(ctx, e, args[1:])
+			case "history":
+				return toolsHistory(ctx, e, args[1:])
 			}
-			return fmt.Errorf("%w: no tools subcommand %q; use list, enable or disable", errUsage, args[0])
+			return fmt.Errorf("%w: no tools subcommand %q; use list, enable, disable, changes, accept, reject or history", errUsage, args[0])
 		},
 	}
 }

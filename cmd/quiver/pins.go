@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/proxy"
+	"github.com/quiver-mcp/quiver/registry"
+)
+
+// pinsHelp is the part of `quiver help tools` about pinned definitions.
+const pinsHelp = `
+quiver tools changes [--server S] [--json]
+  Lists the tools held because their server changed their definition
+  since it was pinned, with what changed: the old and new description,
+  input and output fields added, removed or changed, annotation changes.
+  A line marked ! is a change that matters most: a new argument the fence
+  reads as a path, a change of the tool's class (readOnlyHint dropped,
+  destructiveHint added), text that addresses the model ("ignore previous
+  instructions", "you must", hidden Unicode). It reads the ledger: what
+  every quiver on this state dir has seen.
+
+quiver tools accept NAME...|--server S|--all
+  Pins the held definitions: the tools are offered again, in every running
+  quiver within a second. The ledger keeps every accepted definition.
+
+quiver tools reject NAME...
+  Keeps the held definitions held and switches the tools off in the
+  toggles file; tools changes shows them as rejected.
+
+quiver tools history NAME
+  Every definition of the tool that was ever pinned, oldest first, each
+  as the diff from the one before.
+
+A tool's definition (name, title, description, input and output schema,
+annotations) is pinned the first time quiver sees it: adding a server is
+consent to its tools as they are then. policy.pinning (or a server's
+pinning:) is strict (the default: a change is held), warn (a change is
+accepted and logged) or off.`
+
+// heldEntry is a held definition with its names and its diff.
+type heldEntry struct {
+	gate.HeldTool
+	Name string // exposed
+	Diff registry.Diff
+}
+
+// heldTools reads the held definitions and diffs each against its pin.
+func heldTools(ctx context.Context, l *gate.Ledger, cfg *registry.Config, server string) ([]heldEntry, error) {
+	held, err := l.HeldTools(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	def := func(digest string) (registry.Definition, error) {
+		b, err := l.ToolDefinition(ctx, digest)
+		if err != nil {
+			return registry.Definition{}, err
+		}
+		return registry.ParseDefinition(b)
+	}
+	var out []heldEntry
+	for _, h := range held {
+		was, err := def(h.Pinned)
+		if err != nil {
+			return nil, err
+		}
+		now, err := def(h.Digest)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, heldEntry{HeldTool: h, Name: exposedName(cfg, h.Server, h.Tool),
+			Diff: registry.DiffDefinitions(was, now, proxy.PinJudge())})
+	}
+	return out, nil
+}
+
+// exposedName is the name the model sees for server's tool, as the
+// configuration names it (a server no longer configured: its key).
+func exposedName(cfg *registry.Config, server, tool string) string {
+	prefix := server
+	if srv, ok := cfg.Server(server); ok {
+		prefix = srv.Prefix
+	}
+	return registry.ExposedName(prefix, tool, cfg.Surface.MaxNameLen)
+}
+
+// openPins opens the ledger and the configuration (for exposed names and redaction).
+func openPins(ctx context.Context, e *env, c *common) (*gate.Ledger, *registry.Config, error) {
+	cfg, err := c.load(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := openLedger(ctx, e, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, cfg, nil
+}
+
+func toolsChanges(ctx context.Context, e *env, args []string) error {
+	var c common
+	var asJSON bool
+	var srv string
+	fs := newFlags("tools changes")
+	c.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "one JSON object per held tool")
+	fs.StringVar(&srv, "server", "", "only this server's tools")
+	if err := parseFlagsOnly(fs, args); err != nil {
+		return err
+	}
+	l, cfg, err := openPins(ctx, e, &c)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	held, err := heldTools(ctx, l, cfg, srv)
+	if err != nil {
+		return err
+	}
+	redact := redactor(e, &c)
+	if asJSON {
+		for _, h := range held {
+			b, _ := json.Marshal(map[string]any{"name": h.Name, "server": h.Server, "tool": h.Tool, "state": h.State,
+				"seen": h.Seen.UTC().Format(time.RFC3339), "pinned": h.Pinned, "digest": h.Digest,
+				"changes": h.Diff, "flags": len(h.Diff.Flags())})
+			fmt.Fprintln(e.stdout, redact(string(b)))
+		}
+		return nil
+	}
+	if len(held) == 0 {
+		fmt.Fprintln(e.stdout, "No tool is held: every tool offers the definition pinned for it.")
+		return nil
+	}
+	for _, h := range held {
+		state := "held"
+		if h.State == gate.HoldRejected {
+			state = "rejected (held, switched off)"
+		}
+		fmt.Fprintf(e.stdout, "%s (server %s, tool %s): %s since %s; %d flagged\n", h.Name, h.Server, printable(h.Tool),
+			state, h.Seen.Local().Format("2006-01-02 15:04:05"), len(h.Diff.Flags()))
+		fmt.Fprint(e.stdout, redact(h.Diff.Text("  ")))
+		fmt.Fprintln(e.stdout)
+	}
+	fmt.Fprintln(e.stdout, "Accept a change: quiver tools accept NAME (or --server S, --all). Keep it held and switch the tool off: quiver tools reject NAME.")
+	return nil
+}
+
+// pickHeld finds the held entries the names (exposed names) say.
+func pickHeld(held []heldEntry, names []string) ([]heldEntry, error) {
+	var out []heldEntry
+	for _, n := range names {
+		i := slices.IndexFunc(held, func(h heldEntry) bool { return h.Name == n })
+		if i < 0 {
+			var all []string
+			for _, h := range held {
+				all = append(all, h.Name)
+			}
+			if len(all) == 0 {
+				return nil, fmt.Errorf("%w: %s is not held; no tool is (quiver tools changes)", errUsage, n)
+			}
+			return nil, fmt.Errorf("%w: %s is not held; held are: %s", errUsage, n, strings.Join(all, ", "))
+		}
+		out = append(out, held[i])
+	}
+	return out, nil
+}
+
+func toolsAccept(ctx context.Context, e *env, args []string) error {
+	var c common
+	var all bool
+	var srv string
+	fs := newFlags("tools accept")
+	c.register(fs)
+	fs.BoolVar(&all, "all", false, "accept every held definition")
+	fs.StringVar(&srv, "server", "", "accept every held definition of this server")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if n := btoi(all) + btoi(srv != "") + btoi(fs.NArg() > 0); n != 1 {
+		return fmt.Errorf("%w: say which held tools to accept: NAME..., --server S or --all (one of them)", errUsage)
+	}
+	l, cfg, err := openPins(ctx, e, &c)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	held, err := heldTools(ctx, l, cfg, srv)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		if held, err = pickHeld(held, fs.Args()); err != nil {
+			return err
+		}
+	} else if len(held) == 0 {
+		fmt.Fprintln(e.stdout, "No tool is held; nothing to accept.")
+		return nil
+	}
+	for _, h := range held {
+		def, err := l.ToolDefinition(ctx, h.Digest)
+		if err != nil {
+			return err
+		}
+		if _, err := l.PinTool(ctx, h.Server, h.Tool, h.Digest, def, gate.PinAccepted); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "accepted %s: its new definition is pinned (%s).\n", h.Name, h.Diff.Summary())
+		if h.State == gate.HoldRejected {
+			fmt.Fprintf(e.stdout, "note: %s was rejected before and is switched off; quiver tools enable %s switches it on.\n", h.Name, h.Name)
+		}
+	}
+	fmt.Fprintln(e.stdout, "A running quiver offers the accepted tools within a second.")
+	return nil
+}
+
+func toolsReject(ctx context.Context, e *env, args []string) error {
+	var c common
+	fs := newFlags("tools reject")
+	c.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: say which held tools to reject, e.g. quiver tools reject notes__list_notes", errUsage)
+	}
+	l, cfg, err := openPins(ctx, e, &c)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	held, err := heldTools(ctx, l, cfg, "")
+	if err != nil {
+		return err
+	}
+	picked, err := pickHeld(held, fs.Args())
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, h := range picked {
+		if err := l.RejectTool(ctx, h.Server, h.Tool); err != nil {
+			return err
+		}
+		names = append(names, h.Name)
+		fmt.Fprintf(e.stdout, "rejected %s: it stays held.\n", h.Name)
+	}
+	// Switched off too, so that it stays off should its server offer the
+	// old definition again: the person said no to what this server does.
+	return toolsSwitch(e, false, append(c.flagArgs(), names...))
+}
+
+// flagArgs are c's file flags as given, to hand on to another command.
+func (c *common) flagArgs() []string {
+	var out []string
+	for _, f := range [][2]string{{"--config", c.config}, {"--toggles", c.toggles}, {"--state-dir", c.stateDir}} {
+		if f[1] != "" {
+			out = append(out, f[0], f[1])
+		}
+	}
+	return out
+}
+
+func toolsHistory(ctx context.Context, e *env, args []string) error {
+	var c common
+	fs := newFlags("tools history")
+	c.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: name one tool, e.g. quiver tools history notes__list_notes", errUsage)
+	}
+	l, cfg, err := openPins(ctx, e, &c)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	name := fs.Arg(0)
+	srv, ok := cfg.ServerFor(name)
+	if !ok {
+		return fmt.Errorf("%w: %s names no configured server's tool", errUsage, name)
+	}
+	tool := strings.TrimPrefix(name, srv.Prefix+"__")
+	if srv.Prefix == "" {
+		tool = name
+	}
+	hist, err := l.PinHistory(ctx, srv.Name, tool)
+	if err != nil {
+		return err
+	}
+	if len(hist) == 0 {
+		return fmt.Errorf("%w: nothing is pinned for %s yet (quiver pins a tool when it first sees it)", errUsage, name)
+	}
+	redact := redactor(e, &c)
+	var prev registry.Definition
+	for i, p := range hist {
+		b, err := l.ToolDefinition(ctx, p.Digest)
+		if err != nil {
+			return err
+		}
+		d, err := registry.ParseDefinition(b)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%d. %s %s (%s)\n", i+1, p.Time.Local().Format("2006-01-02 15:04:05"), p.How, p.Digest)
+		if i == 0 {
+			fmt.Fprintln(e.stdout, "  "+redact(string(b)))
+		} else {
+			fmt.Fprint(e.stdout, redact(registry.DiffDefinitions(prev, d, proxy.PinJudge()).Text("  ")))
+		}
+		prev = d
+	}
+	return nil
+}
