@@ -221,6 +221,34 @@ func (l *Ledger) RejectTool(ctx context.Context, server, tool string) error {
 	})
 }
 
+// AcceptHeld pins the definition server's tool is held with, as a
+// person's accept. A digest other than "" must be the held one: a page
+// accepts exactly what it showed, not a definition that arrived since.
+// ErrNotFound when nothing (or another definition) is held.
+func (l *Ledger) AcceptHeld(ctx context.Context, server, tool, digest string) (HeldTool, error) {
+	held, err := l.HeldTools(ctx, server)
+	if err != nil {
+		return HeldTool{}, err
+	}
+	for _, h := range held {
+		if h.Tool != tool {
+			continue
+		}
+		if digest != "" && h.Digest != digest {
+			return HeldTool{}, fmt.Errorf("%s of %s changed again since it was shown; look again: %w", tool, server, ErrNotFound)
+		}
+		def, err := l.ToolDefinition(ctx, h.Digest)
+		if err != nil {
+			return HeldTool{}, err
+		}
+		if _, err := l.PinTool(ctx, server, tool, h.Digest, def, PinAccepted); err != nil {
+			return HeldTool{}, err
+		}
+		return h, nil
+	}
+	return HeldTool{}, fmt.Errorf("no changed definition of %s of %s is held: %w", tool, server, ErrNotFound)
+}
+
 // HeldTools lists the held definitions, of server or ("") of every server.
 func (l *Ledger) HeldTools(ctx context.Context, server string) ([]HeldTool, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT h.server, h.tool, h.digest, h.seen, h.state,

@@ -124,6 +124,8 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("POST /approvals/{id}", h.decide)
 	h.mux.HandleFunc("GET /tools", h.tools)
 	h.mux.HandleFunc("POST /tools/switch", h.switchTool)
+	h.mux.HandleFunc("POST /tools/accept", h.decideChange)
+	h.mux.HandleFunc("POST /tools/reject", h.decideChange)
 	h.mux.HandleFunc("GET /search", h.search)
 	h.mux.HandleFunc("GET /audit", h.audit)
 	h.mux.HandleFunc("GET /grants", h.grants)

@@ -219,6 +219,7 @@ type toolRow struct {
 }
 
 type toolsData struct {
+	Changes []changeRow // held tools
 	Servers []registry.ServerStatus
 	Tools   []toolRow
 	Filter  string
@@ -229,6 +230,7 @@ func (h *Handler) tools(w http.ResponseWriter, r *http.Request) {
 	cat := h.p.Catalog()
 	d := toolsData{Filter: r.URL.Query().Get("q"), Toggles: h.opts.Toggles}
 	if cat != nil {
+		d.Changes = h.changes(cat)
 		d.Servers = cat.Servers
 		for i := range d.Servers {
 			d.Servers[i].LastError = h.p.Redact(d.Servers[i].LastError)

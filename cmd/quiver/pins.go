@@ -202,11 +202,7 @@ func toolsAccept(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	for _, h := range held {
-		def, err := l.ToolDefinition(ctx, h.Digest)
-		if err != nil {
-			return err
-		}
-		if _, err := l.PinTool(ctx, h.Server, h.Tool, h.Digest, def, gate.PinAccepted); err != nil {
+		if _, err := l.AcceptHeld(ctx, h.Server, h.Tool, h.Digest); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "accepted %s: its new definition is pinned (%s).\n", h.Name, h.Diff.Summary())
