@@ -21,17 +21,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/registry"
 )
 
-// A Def is one tool as the file gives it.
-type Def struct {
-	Name         string             `json:"name"`
-	Title        string             `json:"title,omitempty"`
-	Description  string             `json:"description,omitempty"`
-	InputSchema  json.RawMessage    `json:"inputSchema,omitempty"`
-	OutputSchema json.RawMessage    `json:"outputSchema,omitempty"`
-	Annotations  mcp.ToolAnnotation `json:"annotations"`
-}
+// A Def is one tool as the file gives it: a tool definition as quiver
+// pins it.
+type Def = registry.Definition
 
 // Write puts defs in the file at path, atomically, so that the server
 // never reads half of it.
