@@ -40,8 +40,21 @@ type journal struct {
 	committed int64 // every start up to this one is in the ledger
 	seen      int64 // the highest start the flusher has inserted
 
-	ids    sync.Map // handle -> row id, until the end is committed
+	calls  sync.Map // handle -> *journaledCall, until its end is committed
 	forgot []int64  // handles whose end is written, to drop at commit
+}
+
+// A journaledCall is a started call the flusher knows by its handle. An
+// end that comes before the row is written rides in the row's insert (one
+// statement a call, not two); one that comes after is an update.
+type journaledCall struct {
+	mu       sync.Mutex
+	inserted bool
+	id       int64
+	ended    bool
+	outcome  Outcome
+	detail   string
+	endedAt  int64
 }
 
 // journalEntry is one line of the journal: a call's row as RecordStarted
@@ -101,21 +114,74 @@ func (j *journal) append(e journalEntry) (int64, error) {
 	return e.Seq, nil
 }
 
-// inserted notes, in the flusher's transaction, that start seq is row id.
-func (j *journal) inserted(h, seq, id int64) {
-	j.ids.Store(h, id)
+// journaled makes e's start durable and queues its row; it returns the
+// call's handle.
+func (l *Ledger) journaled(e journalEntry) (int64, error) {
+	seq, err := l.journal.append(e)
+	if err != nil {
+		return 0, err
+	}
+	h, c := handle(l.run, seq), &journaledCall{}
+	l.journal.calls.Store(h, c)
+	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		// A failed transaction is retried: insert whatever c says now.
+		var res sql.Result
+		var err error
+		if c.ended {
+			res, err = tx.StmtContext(ctx, l.insEnded).ExecContext(ctx, l.run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time,
+				string(c.outcome), c.detail, c.endedAt, c.endedAt-e.Time)
+		} else {
+			res, err = tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time)
+		}
+		if c.id, err = insertedID("record start", res, err); err != nil {
+			return err
+		}
+		c.inserted = true
+		l.journal.inserted(seq)
+		if c.ended {
+			l.journal.forget(h)
+		}
+		return nil
+	})
+	return h, nil
+}
+
+// endJournaled records the end of the call with handle h: in its row's
+// insert when that is still to come, else as an update queued after it.
+func (l *Ledger) endJournaled(h int64, o Outcome, detail string, now int64) {
+	v, ok := l.journal.calls.Load(h)
+	if !ok {
+		return // not this run's, or ended already
+	}
+	c := v.(*journaledCall)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return
+	}
+	c.ended, c.outcome, c.detail, c.endedAt = true, o, detail, now
+	if !c.inserted {
+		return
+	}
+	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
+		c.mu.Lock()
+		id := c.id // the row of the last insert, should that have been retried
+		c.mu.Unlock()
+		_, err := tx.StmtContext(ctx, l.updEnd).ExecContext(ctx, string(o), detail, now, now, id)
+		if err == nil {
+			l.journal.forget(h)
+		}
+		return err
+	})
+}
+
+// inserted notes, in the flusher's transaction, that start seq is in.
+func (j *journal) inserted(seq int64) {
 	j.mu.Lock()
 	j.seen = max(j.seen, seq)
 	j.mu.Unlock()
-}
-
-// rowOf is the row id of a handle.
-func (j *journal) rowOf(h int64) (int64, bool) {
-	id, ok := j.ids.Load(h)
-	if !ok {
-		return 0, false
-	}
-	return id.(int64), true
 }
 
 // forget drops a handle whose end is written, once that commits: a
@@ -133,7 +199,7 @@ func (j *journal) commit() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, h := range j.forgot {
-		j.ids.Delete(h)
+		j.calls.Delete(h)
 	}
 	j.forgot = j.forgot[:0]
 	j.committed = j.seen

@@ -81,13 +81,17 @@ func TestStartJournal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.RecordEndLater(id, OutcomeError, "boom")
+		l.RecordEndLater(id, OutcomeError, "boom") // before its row is written: in its insert
+		// After its row is written: an update.
+		late, _ := l.RecordStarted(ctx, "s", "shell__run", nil, allow)
+		l.settle(ctx)
+		l.RecordEndLater(late, OutcomeOK, "")
 		calls, _ := l.Audit(ctx, AuditQuery{})
-		if len(calls) != 1 || calls[0].Outcome != OutcomeError || calls[0].Detail != "boom" {
+		if len(calls) != 2 || calls[0].Outcome != OutcomeError || calls[0].Detail != "boom" || calls[1].Outcome != OutcomeOK || calls[1].Ended.IsZero() {
 			t.Fatalf("calls: %+v", calls)
 		}
 		next := openTestLedger(t, crashCopy(t, path), dead)
-		if calls, _ := next.Audit(ctx, AuditQuery{}); next.Recovered() != 0 || len(calls) != 1 || calls[0].Outcome != OutcomeError {
+		if calls, _ := next.Audit(ctx, AuditQuery{}); next.Recovered() != 0 || len(calls) != 2 || calls[0].Outcome != OutcomeError {
 			t.Fatalf("recovered %d, calls %+v", next.Recovered(), calls)
 		}
 	})

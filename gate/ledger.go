@@ -58,12 +58,13 @@ type Ledger struct {
 
 	// Prepared once: the pure-Go SQLite spends more preparing these than
 	// running them.
-	insCall, updEnd *sql.Stmt
+	insCall, insEnded, updEnd *sql.Stmt
 }
 
 const (
-	sqlInsertCall = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started) VALUES (?,?,?,?,?,?,?,?,?)`
-	sqlUpdateEnd  = `UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`
+	sqlInsertCall  = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started) VALUES (?,?,?,?,?,?,?,?,?)`
+	sqlInsertEnded = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started, outcome, detail, ended, duration_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlUpdateEnd   = `UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`
 )
 
 // PermitTTL is how long a one-use permit stays valid by default.
@@ -230,7 +231,9 @@ func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	if l.insCall, err = db.PrepareContext(ctx, sqlInsertCall); err == nil {
-		l.updEnd, err = db.PrepareContext(ctx, sqlUpdateEnd)
+		if l.updEnd, err = db.PrepareContext(ctx, sqlUpdateEnd); err == nil {
+			l.insEnded, err = db.PrepareContext(ctx, sqlInsertEnded)
+		}
 	}
 	if err != nil {
 		db.Close()
@@ -487,22 +490,12 @@ func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args 
 // reads as outcome_unknown; the row itself is written in the background.
 // The id it returns is a handle for RecordEndLater, not a row id.
 func (l *Ledger) RecordStarted(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
-	now, digest, verdict := l.stamp(), callDigest(args, d), d.Verdict.String()
-	seq, err := l.journal.append(journalEntry{Time: now, Session: session, Tool: tool, Digest: digest, Verdict: verdict, Code: d.Code, Reason: d.Reason})
+	e := journalEntry{Time: l.stamp(), Session: session, Tool: tool, Digest: callDigest(args, d), Verdict: d.Verdict.String(), Code: d.Code, Reason: d.Reason}
+	h, err := l.journaled(e)
 	if err != nil {
 		// The journal failed (a full disk?): the row, at once, is as good.
 		return l.insertCall(ctx, "record start", session, tool, args, d, true)
 	}
-	h := handle(l.run, seq)
-	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, verdict, d.Code, d.Reason, now)
-		id, err := insertedID("record start", res, err)
-		if err != nil {
-			return err
-		}
-		l.journal.inserted(h, seq, id)
-		return nil
-	})
 	return h, nil
 }
 
@@ -533,20 +526,12 @@ func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Dec
 // safe side, since quiver never retries such a call.
 func (l *Ledger) RecordEndLater(call int64, o Outcome, detail string) {
 	now := l.stamp()
+	if call < 0 {
+		l.endJournaled(call, o, detail, now)
+		return
+	}
 	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
-		id := call
-		if call < 0 {
-			// A journaled start: its row was inserted earlier in this
-			// queue, which keeps order.
-			var ok bool
-			if id, ok = l.journal.rowOf(call); !ok {
-				return nil
-			}
-		}
-		_, err := tx.StmtContext(ctx, l.updEnd).ExecContext(ctx, string(o), detail, now, now, id)
-		if err == nil && call < 0 {
-			l.journal.forget(call)
-		}
+		_, err := tx.StmtContext(ctx, l.updEnd).ExecContext(ctx, string(o), detail, now, now, call)
 		return err
 	})
 }

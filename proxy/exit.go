@@ -372,6 +372,17 @@ type lineExit struct {
 func (l *lineExit) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if n := len(p); len(l.buf) == 0 && n > 1 && p[n-1] == '\n' && bytes.IndexByte(p[:n-1], '\n') < 0 {
+		// One whole message, as mcp-go writes them: no copy, and when it
+		// needs no change, written as it came.
+		if out := l.x.message(p[:n-1]); len(out) != n-1 || &out[0] != &p[0] {
+			p = append(out[:len(out):len(out)], '\n')
+		}
+		if _, err := l.w.Write(p); err != nil {
+			return n, err
+		}
+		return n, nil
+	}
 	l.buf = append(l.buf, p...)
 	for {
 		i := bytes.IndexByte(l.buf, '\n')
