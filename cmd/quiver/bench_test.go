@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +50,7 @@ type hop struct {
 	name   string
 	c      *client.Client
 	prefix string // before the tool's name: "example__" through quiver
+	proc   *exec.Cmd
 }
 
 // hops starts the example server four ways: directly, behind the byte
@@ -61,27 +64,30 @@ func hops(b *testing.B) []hop {
 	if err != nil {
 		b.Fatal(err)
 	}
-	direct := connect(b, quiverBin, nil, "example-server", "--test-tools", "--notes", filepath.Join(dir, "direct.json"))
-	relayed := connect(b, exe, []string{relayEnv + "=1"}, quiverBin, "example-server", "--test-tools", "--notes", filepath.Join(dir, "relay.json"))
+	direct, directProc := connect(b, quiverBin, nil, "example-server", "--test-tools", "--notes", filepath.Join(dir, "direct.json"))
+	relayed, relayProc := connect(b, exe, []string{relayEnv + "=1"}, quiverBin, "example-server", "--test-tools", "--notes", filepath.Join(dir, "relay.json"))
 	cfg := filepath.Join(dir, "servers.yaml")
 	// search_text reads this package's folder ("."): let the fence allow
 	// it, and say where the example server puts a relative path (the
 	// folder it runs in, which is quiver's and this test's).
 	wd, _ := os.Getwd()
 	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: cwd\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
-	proxied := connect(b, quiverBin, profileEnv(b, dir, "stdio"), "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "stdio"), "--log-level", "error")
-	overHTTP := connectHTTP(b, cfg, filepath.Join(dir, "http"), profileEnv(b, dir, "http"))
+	proxied, proxiedProc := connect(b, quiverBin, profileEnv(b, dir, "stdio"), "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "stdio"), "--log-level", "error")
+	overHTTP, httpProc := connectHTTP(b, cfg, filepath.Join(dir, "http"), profileEnv(b, dir, "http"))
 	for _, c := range []*client.Client{proxied, overHTTP} {
 		waitListed(b, c, "example__echo")
 	}
-	return []hop{{"relay", relayed, ""}, {"direct", direct, ""}, {"quiver", proxied, "example__"}, {"quiver-http", overHTTP, "example__"}}
+	return []hop{{"relay", relayed, "", relayProc()}, {"direct", direct, "", directProc()}, {"quiver", proxied, "example__", proxiedProc()}, {"quiver-http", overHTTP, "example__", httpProc}}
 }
 
-// connect starts command over stdio and returns an initialized client.
-func connect(b *testing.B, command string, env []string, args ...string) *client.Client {
+// connect starts command over stdio and returns an initialized client,
+// and the command's process.
+func connect(b *testing.B, command string, env []string, args ...string) (*client.Client, func() *exec.Cmd) {
 	b.Helper()
+	var proc *exec.Cmd
 	tr := transport.NewStdioWithOptions(command, env, args, transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 		cmd := exec.Command(command, args...)
+		proc = cmd
 		cmd.Env = append(os.Environ(), env...)
 		if len(env) > 0 && strings.HasPrefix(env[0], "QUIVER_PROFILE_PREFIX=") {
 			profiled(b, cmd, strings.TrimPrefix(env[0], "QUIVER_PROFILE_PREFIX="))
@@ -95,12 +101,12 @@ func connect(b *testing.B, command string, env []string, args ...string) *client
 		b.Fatal(err)
 	}
 	initialize(b, c)
-	return c
+	return c, func() *exec.Cmd { return proc }
 }
 
 // connectHTTP runs quiver serve --http with cfg and returns an initialized
 // streamable HTTP client of it.
-func connectHTTP(b *testing.B, cfg, state string, env []string) *client.Client {
+func connectHTTP(b *testing.B, cfg, state string, env []string) (*client.Client, *exec.Cmd) {
 	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -137,7 +143,29 @@ func connectHTTP(b *testing.B, cfg, state string, env []string) *client.Client {
 	}
 	b.Cleanup(func() { c.Close() })
 	initialize(b, c)
-	return c
+	return c, cmd
+}
+
+// cpuTime is the CPU time (user and system) process p has used so far,
+// or 0 where /proc cannot tell. On a loaded machine a hop's CPU time per
+// call is the figure that moves least: wall times wait for the scheduler.
+func cpuTime(p *exec.Cmd) time.Duration {
+	if p == nil || p.Process == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis; utime and stime
+	// are the 14th and 15th of the line, in clock ticks (100 a second).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
 }
 
 func initialize(b *testing.B, c *client.Client) {
@@ -241,9 +269,11 @@ func BenchmarkProxyCall(b *testing.B) {
 			hs := hops(b)
 			lat := make([][]time.Duration, len(hs))
 			took := make([]time.Duration, len(hs))
+			cpu := make([]time.Duration, len(hs))
 			block := func(h int, n int) {
 				var mu sync.Mutex
 				var wg sync.WaitGroup
+				cpu0 := cpuTime(hs[h].proc)
 				start := time.Now()
 				for w := range tc.concurrency {
 					wg.Go(func() {
@@ -260,11 +290,12 @@ func BenchmarkProxyCall(b *testing.B) {
 				}
 				wg.Wait()
 				took[h] += time.Since(start)
+				cpu[h] += cpuTime(hs[h].proc) - cpu0
 			}
 			// Warm every hop up (connections, caches, the ledger's file).
 			for h := range hs {
 				block(h, min(50, b.N))
-				lat[h], took[h] = nil, 0
+				lat[h], took[h], cpu[h] = nil, 0, 0
 			}
 			b.ResetTimer()
 			for done, round := 0, 0; done < b.N; done, round = done+blockSize, round+1 {
@@ -281,6 +312,9 @@ func BenchmarkProxyCall(b *testing.B) {
 				p50[h] = float64(lat[h][len(lat[h])/2].Nanoseconds()) / 1e3
 				tput[h] = float64(len(lat[h])) / took[h].Seconds()
 				b.ReportMetric(p50[h], hs[h].name+"-p50-µs")
+				if hs[h].name != "direct" {
+					b.ReportMetric(float64(cpu[h].Microseconds())/float64(len(lat[h])), hs[h].name+"-cpu-µs/call")
+				}
 			}
 			const direct = 1
 			for h := range hs {
@@ -291,9 +325,9 @@ func BenchmarkProxyCall(b *testing.B) {
 				b.ReportMetric(tput[h]/tput[direct], hs[h].name+"-tput-ratio")
 			}
 			var t strings.Builder
-			fmt.Fprintf(&t, "%s, %d calls a hop, blocks of %d:\n%-12s %10s %10s %10s %12s\n", tc.name, b.N, blockSize, "hop", "p50 µs", "added µs", "calls/s", "÷ direct")
+			fmt.Fprintf(&t, "%s, %d calls a hop, blocks of %d:\n%-12s %10s %10s %10s %10s %12s\n", tc.name, b.N, blockSize, "hop", "p50 µs", "added µs", "calls/s", "÷ direct", "CPU µs/call")
 			for h := range hs {
-				fmt.Fprintf(&t, "%-12s %10.1f %10.1f %10.0f %12.2f\n", hs[h].name, p50[h], p50[h]-p50[direct], tput[h], tput[h]/tput[direct])
+				fmt.Fprintf(&t, "%-12s %10.1f %10.1f %10.0f %10.2f %12.1f\n", hs[h].name, p50[h], p50[h]-p50[direct], tput[h], tput[h]/tput[direct], float64(cpu[h].Microseconds())/float64(len(lat[h])))
 			}
 			b.Log("\n" + t.String())
 		})
