@@ -54,6 +54,10 @@ type Options struct {
 	// there (Answer) or in a terminal, also when its host cannot show
 	// a card.
 	ApprovalPage bool
+	// OnCatalog, when set, sees every new catalog, one at a time (serve
+	// writes the tool names down for the command line to check names
+	// against).
+	OnCatalog func(*registry.Catalog)
 }
 
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
@@ -364,6 +368,9 @@ func (c *streamCount) close(sid string) {
 // catalogChanged is the registry's hook; the newest catalog wins.
 func (s *Server) catalogChanged(cat *registry.Catalog) {
 	s.pass.catalog(cat)
+	if s.opts.OnCatalog != nil {
+		s.opts.OnCatalog(cat)
+	}
 	for {
 		select {
 		case s.changes <- cat:

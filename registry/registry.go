@@ -14,8 +14,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/quiver-mcp/quiver/internal/textdist"
 )
 
 // Errors a caller of Call can branch on.
@@ -308,43 +306,4 @@ func (r *Registry) build() *Catalog {
 	}
 	cat.Problems = append(cat.Problems, missingTools(cfg, cat)...)
 	return cat
-}
-
-// missingTools are the problems of tool names in the configuration that
-// their server, up, does not offer: a typo in always_on or a slash
-// command's tools would otherwise leave the tool silently out.
-func missingTools(cfg *Config, cat *Catalog) []string {
-	var out []string
-	check := func(where, name string) {
-		srv, ok := cfg.ServerFor(name)
-		if !ok || slices.Contains(builtinNames, name) {
-			return
-		}
-		if st, _ := cat.Status(srv.Name); st.State != StateUp {
-			return // not known yet
-		}
-		if _, ok := cat.Lookup(name); ok {
-			return
-		}
-		msg := fmt.Sprintf("%s names %s, but server %q offers no such tool", where, name, srv.Name)
-		best, bestD := "", len(name)/3+1
-		for _, t := range cat.Tools {
-			if d := textdist.Levenshtein(name, t.Exposed); t.Server == srv.Name && d < bestD {
-				best, bestD = t.Exposed, d
-			}
-		}
-		if best != "" {
-			msg += fmt.Sprintf("; did you mean %s?", best)
-		}
-		out = append(out, msg)
-	}
-	for _, n := range cfg.Surface.AlwaysOn {
-		check("surface.always_on", n)
-	}
-	for _, sl := range cfg.Slash {
-		for _, n := range sl.Tools {
-			check("slash."+sl.Name+".tools", n)
-		}
-	}
-	return out
 }

@@ -55,8 +55,8 @@ func TestFlagsAfterNamesAreFlags(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	for _, args := range [][]string{
 		{"tools", "disable", "example__echo", "--config", cfg},
-		{"tools", "disable", "example__add", "--config=" + cfg},
-		{"tools", "enable", "--config", cfg, "example__add"},
+		{"tools", "disable", "example__sleep", "--config=" + cfg},
+		{"tools", "enable", "--config", cfg, "example__sleep"},
 	} {
 		cmd := exec.Command(quiverBin, args...)
 		cmd.Dir = dir
@@ -197,5 +197,80 @@ func TestCompletionScripts(t *testing.T) {
 				t.Errorf("quiver %s: exit %d, want %q offered\n%s%s", strings.Join(c.args, " "), code, w, stdout, stderr)
 			}
 		}
+	}
+}
+
+// quiverIn runs the quiver binary in dir with a private config home and
+// returns its exit code and combined output.
+func quiverIn(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(quiverBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "home"), "QUIVER_STATE_DIR="+filepath.Join(dir, "state"))
+	out, err := cmd.CombinedOutput()
+	return exitCode(err), string(out)
+}
+
+// TestToolNamesAreCheckedAgainstTheCatalog is the issue's typo
+// "everthing__echo": a name no server offers is refused by tools
+// enable/disable with the name meant, and nothing is written; --force
+// writes it; doctor and config effective then name the line.
+func TestToolNamesAreCheckedAgainstTheCatalog(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600)
+	toggles := filepath.Join(dir, "tools.yaml")
+	for _, c := range []struct{ name, want string }{
+		{"exmaple__echo", "exmaple__echo: no server offers such a tool (no server's prefix begins the name); did you mean example__echo?"},
+		{"example__ecko", `example__ecko: server "example" offers no such tool; did you mean example__echo?`},
+		{"example__nothing_*", "example__nothing_*: it matches no tool of any server"},
+	} {
+		code, out := quiverIn(t, dir, "tools", "disable", c.name, "--config", cfg, "--wait", "20s")
+		if code != exitUsage || !strings.Contains(out, c.want) {
+			t.Errorf("tools disable %s: exit %d, want 2 with %q\n%s", c.name, code, c.want, out)
+		}
+	}
+	if code, out := quiverIn(t, dir, "tools", "disable", "--config", cfg, "--", "--json"); code != exitUsage || !strings.Contains(out, "--json: no server offers") {
+		t.Errorf(`a name after "--" is a name, refused as one: exit %d\n%s`, code, out)
+	}
+	if _, err := os.Stat(toggles); err == nil {
+		b, _ := os.ReadFile(toggles)
+		t.Fatalf("refused names were written:\n%s", b)
+	}
+	if code, out := quiverIn(t, dir, "tools", "disable", "example__echo", "--config", cfg); code != exitOK {
+		t.Fatalf("a real name: exit %d\n%s", code, out)
+	}
+	if code, out := quiverIn(t, dir, "tools", "disable", "exmaple__echo", "--force", "--config", cfg); code != exitOK {
+		t.Fatalf("--force: exit %d\n%s", code, out)
+	}
+	want := `tools.yaml:3 disabled names exmaple__echo, but no server offers such a tool (no server's prefix begins the name); did you mean example__echo?`
+	code, out := quiverIn(t, dir, "doctor", "--config", cfg, "--wait", "20s")
+	if code != exitFailure || !strings.Contains(out, "problem: "+want) {
+		t.Errorf("doctor with a misspelt toggle: exit %d, want 1 with %q\n%s", code, want, out)
+	}
+	code, out = quiverIn(t, dir, "config", "effective", "--config", cfg, "--wait", "20s")
+	if code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("config effective with a misspelt toggle: exit %d, want %q in its problems\n%s", code, want, out)
+	}
+}
+
+// TestToolNamesAreCheckedAgainstTheRunningQuiver: with a quiver serve
+// running on the same servers.yaml, names are checked against its
+// catalog; the command does not need the servers to start again (its
+// --wait of 1ms would not let them).
+func TestToolNamesAreCheckedAgainstTheRunningQuiver(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte(exampleConfig("auto", "")), 0o600)
+	state := filepath.Join(dir, "state")
+	// The later --config and --state-dir win: this quiver runs on cfg.
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{args: []string{"--config", cfg, "--state-dir", state}})
+	h.searchUntil("echo a value back", "example__echo")
+	code, out := quiverIn(t, dir, "tools", "disable", "example__ecko", "--config", cfg, "--state-dir", state, "--wait", "1ms")
+	if code != exitUsage || !strings.Contains(out, "did you mean example__echo?") {
+		t.Fatalf("against the running quiver: exit %d, want 2 with the name meant\n%s", code, out)
+	}
+	if code, out := quiverIn(t, dir, "tools", "disable", "example__echo", "--config", cfg, "--state-dir", state, "--wait", "1ms"); code != exitOK || strings.Contains(out, "could not be checked") {
+		t.Fatalf("a real name against the running quiver: exit %d\n%s", code, out)
 	}
 }

@@ -27,13 +27,17 @@ type reloadStatusFile struct {
 	registry.ReloadStatus
 }
 
-func statusFile(stateDir, servers string) string {
+func statusFile(stateDir, servers string) string { return stateFileFor(stateDir, "reload", servers) }
+
+// stateFileFor is <state>/<kind>/<hash of the servers.yaml path>.json: one
+// file per configuration that a quiver serve runs with.
+func stateFileFor(stateDir, kind, servers string) string {
 	abs, err := filepath.Abs(servers)
 	if err != nil || servers == "" {
 		abs = "(built-in)"
 	}
 	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(stateDir, "reload", hex.EncodeToString(sum[:8])+".json")
+	return filepath.Join(stateDir, kind, hex.EncodeToString(sum[:8])+".json")
 }
 
 func writeReloadStatus(stateDir, servers string, st registry.ReloadStatus, log *slog.Logger) {

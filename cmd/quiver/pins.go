@@ -247,7 +247,9 @@ func toolsReject(ctx context.Context, e *env, args []string) error {
 	}
 	// Switched off too, so that it stays off should its server offer the
 	// old definition again: the person said no to what this server does.
-	return toolsSwitch(e, false, append(c.flagArgs(), names...))
+	// The names are the ledger's, not typed: --force spares the check
+	// (and the servers' start it may take).
+	return toolsSwitch(ctx, e, false, append(append(c.flagArgs(), "--force"), names...))
 }
 
 // flagArgs are c's file flags as given, to hand on to another command.

@@ -172,7 +172,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if tokenFile != "" {
 		protected = append(protected, tokenFile)
 	}
-	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, ApprovalPage: ui != nil})
+	servers := c.serversPath(e)
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, ApprovalPage: ui != nil,
+		OnCatalog: func(cat *registry.Catalog) { writeCatalogSnapshot(state, servers, cat, log) }})
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		defer func() { stop(); <-done }()
 	}
 	log.Info("quiver started", "config", cfg.Path, "servers", len(cfg.Servers), "reveal", cfg.Surface.Reveal, "state_dir", state)
-	servers := c.serversPath(e)
 	// A status left by an earlier run would be wrong about this one.
 	writeReloadStatus(state, servers, registry.ReloadStatus{Servers: servers, Toggles: c.togglesPath(e), ServersHash: cfg.Hash}, log)
 	// A reload parses servers.yaml afresh, which knows nothing of the

@@ -21,11 +21,15 @@ quiver tools list [--server S] [--enabled|--disabled] [--json] [--wait D]
   destructive, network) as its annotations describe it, and which line of
   the toggles file (or which tools_default: off) decided when one did.
 
-quiver tools enable NAME|GLOB...
-quiver tools disable NAME|GLOB...
+quiver tools enable [--force] NAME|GLOB...
+quiver tools disable [--force] NAME|GLOB...
   Switch tools on or off in the toggles file (tools.yaml beside servers.yaml
   unless --toggles). NAME is an exposed name (github__create_issue), GLOB a
-  pattern (slack__*, github__get_?). The file is edited in place, comments
+  pattern (slack__*, github__get_?). Each is checked against the tools of
+  the running quiver (or, when none runs, of the configured servers,
+  started for it): a name no server offers is refused with the closest
+  tool's name; --force writes it anyway. A name whose server is not up is
+  written with a warning. The file is edited in place, comments
   kept, and replaced atomically; a running quiver picks the change up at
   once: a switched-off tool is no longer listed, found, bound or callable
   (deny.withheld), in every session.
@@ -47,6 +51,7 @@ Flags:
   --server S       list only server S's tools
   --enabled        list only enabled tools; --disabled only disabled ones
   --json           one JSON object per tool
+  --force          enable/disable: write names no server offers
   --wait D         how long to wait for servers to start (default 30s)
 ` + pinsHelp,
 		subcommands: []string{"list", "enable", "disable", "changes", "accept", "reject", "history"},
@@ -58,7 +63,7 @@ Flags:
 			case "list":
 				return toolsList(ctx, e, args[1:])
 			case "enable", "disable":
-				return toolsSwitch(e, args[0] == "enable", args[1:])
+				return toolsSwitch(ctx, e, args[0] == "enable", args[1:])
 			case "changes":
 				return toolsChanges(ctx, e, args[1:])
 			case "accept":
@@ -124,16 +129,24 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 	return tw.Flush()
 }
 
-func toolsSwitch(e *env, on bool, args []string) error {
+func toolsSwitch(ctx context.Context, e *env, on bool, args []string) error {
 	verb := map[bool]string{true: "enable", false: "disable"}[on]
 	var c common
+	var force bool
 	fs := newFlags("tools " + verb)
 	c.register(fs)
+	c.registerWait(fs)
+	fs.BoolVar(&force, "force", false, "write names no server offers")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: say which tools, e.g. quiver tools %s slack__*", errUsage, verb)
+	}
+	if !force {
+		if err := c.checkToolNames(ctx, e, fs.Args()); err != nil {
+			return err
+		}
 	}
 	path := c.togglesPath(e)
 	moved, err := registry.SwitchTools(path, on, fs.Args())
