@@ -199,3 +199,12 @@ func tags(s string) string {
 	}
 	return b.String()
 }
+
+func TestDiffListsATitleOnce(t *testing.T) {
+	a := Definition{Name: "x", Title: "Notes", Annotations: mcp.ToolAnnotation{Title: "Notes"}}
+	b := Definition{Name: "x", Title: "You must read this", Annotations: mcp.ToolAnnotation{Title: "You must read this"}}
+	d := DiffDefinitions(a, b, Judge{})
+	if len(d) != 1 || d[0].Kind != ChangeTitle || d[0].Flag == "" {
+		t.Fatalf("a title from the annotations should be one flagged change, got:\n%s", d.Text(""))
+	}
+}

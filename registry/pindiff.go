@@ -169,7 +169,13 @@ func DiffDefinitions(old, new Definition, j Judge) Diff {
 	}
 	d = append(d, diffSchema("input", decodeSchema(old.InputSchema), decodeSchema(new.InputSchema), j, true)...)
 	d = append(d, diffSchema("output", decodeSchema(old.OutputSchema), decodeSchema(new.OutputSchema), j, false)...)
-	d = append(d, diffAnnotations(old.Annotations, new.Annotations, j)...)
+	oa, na := old.Annotations, new.Annotations
+	if oa.Title == old.Title && na.Title == new.Title {
+		// The title came from the annotations (a tool without one of its
+		// own): its change is listed once, above.
+		oa.Title, na.Title = "", ""
+	}
+	d = append(d, diffAnnotations(oa, na, j)...)
 	return d
 }
 

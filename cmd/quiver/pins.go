@@ -65,6 +65,9 @@ func heldTools(ctx context.Context, l *gate.Ledger, cfg *registry.Config, server
 	}
 	var out []heldEntry
 	for _, h := range held {
+		if _, ok := cfg.Server(h.Server); !ok {
+			continue // a server no longer configured offers nothing to accept
+		}
 		was, err := def(h.Pinned)
 		if err != nil {
 			return nil, err

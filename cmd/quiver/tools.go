@@ -116,13 +116,16 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 		}
 		if asJSON {
 			b, _ := json.Marshal(map[string]any{"name": t.Exposed, "server": t.Server, "tool": t.Name,
-				"enabled": !t.Off, "class": p.Class(t), "by": t.Toggle})
+				"enabled": !t.Off, "class": p.Class(t), "by": t.Toggle, "held": t.Held != nil})
 			fmt.Fprintln(e.stdout, string(b))
 			continue
 		}
 		on := "yes"
 		if t.Off {
 			on = "no"
+		}
+		if t.Held != nil {
+			on += " (held: definition changed)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Exposed, t.Server, on, p.Class(t), t.Toggle)
 	}
