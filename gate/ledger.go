@@ -304,7 +304,7 @@ func (l *Ledger) flushLoop() {
 // flushLinger is how long the flusher waits for more writes to batch: the
 // most an end can lag behind its call, and at a crash, the window in
 // which an ended call may still read outcome_unknown (the safe side).
-const flushLinger = 2 * time.Millisecond
+const flushLinger = 10 * time.Millisecond
 
 // deferWrite queues a write nothing waits for. When the queue is full it
 // waits for room: the writes keep their order (a call's end after its

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,6 +240,12 @@ func (m *mirror) listTemplates(_ context.Context, _ any, _ *mcp.ListResourceTemp
 func (m *mirror) subscriptionHook(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
+		return nil
+	}
+	if !bytes.Contains(raw, []byte("subscribe")) && bytes.IndexByte(raw, '\\') < 0 {
+		// Every request passes here: one with no escape in it names its
+		// method as written, so one without the word is no subscription,
+		// and need not be decoded a second time.
 		return nil
 	}
 	var msg struct {

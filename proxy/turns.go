@@ -1,9 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -68,10 +68,13 @@ func (s *Server) clock(h *server.Hooks) {
 // number as its JSON text (so 3 and "3" are the same turn) and its value;
 // the zero mark for none.
 func turnValue(raw json.RawMessage) turnMark {
+	if len(raw) == 0 {
+		return turnMark{} // most requests: no decoder for them
+	}
 	var v any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if len(raw) == 0 || dec.Decode(&v) != nil {
+	if dec.Decode(&v) != nil {
 		return turnMark{}
 	}
 	switch x := v.(type) {
