@@ -227,3 +227,16 @@ policy:
 	// The page reloads itself and shows the switch applied.
 	browse("tools after", chromedp.WaitVisible(chromedp.CSS(`#toggle-example__search_text.off`)))
 }
+
+// The page answers approvals: beyond loopback it needs the HTTP auth
+// token, whether --ui or ui.listen asks for it; a bad ui.listen is named
+// with its line; quiver ui says when no page runs.
+func TestOperatorPageAddress(t *testing.T) {
+	serveFails(t, exampleConfig("auto", ""), nil, []string{"--ui", "0.0.0.0:0"}, "loopback", "QUIVER_AUTH_TOKEN")
+	serveFails(t, exampleConfig("auto", "ui:\n  listen: 0.0.0.0:0\n"), nil, nil, "--ui 0.0.0.0:0 listens beyond this machine")
+	serveFails(t, exampleConfig("auto", "ui:\n  listen: [a, b]\n"), nil, nil, "ui.listen must be an address", "servers.yaml:")
+	out, err := exec.Command(quiverBin, "ui", "--state-dir", t.TempDir(), "--config", filepath.Join(t.TempDir(), "servers.yaml")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "quiver serve --ui 127.0.0.1:8766") {
+		t.Fatalf("quiver ui with no page running: %v\n%s", err, out)
+	}
+}
