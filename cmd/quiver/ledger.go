@@ -369,26 +369,15 @@ answer to its card, when one was asked), started, ended.`,
 	}
 }
 
-// auditJSON is one call as quiver audit --json prints it: what it was,
-// how it was decided, and its evidence chain as named stages (requested,
-// decided, approved, started, ended), the names the operator page shows.
+// auditJSON is one call as quiver audit --json prints it: the ledger's
+// record, and its evidence chain as named stages (requested, decided,
+// approved, started, ended), the names the operator page shows.
 type auditJSON struct {
-	ID       int64         `json:"id"`
-	Session  string        `json:"session"`
-	Tool     string        `json:"tool"`
-	Digest   string        `json:"digest"`
-	Verdict  string        `json:"verdict"`
-	Code     string        `json:"code"`
-	Reason   string        `json:"reason"`
-	Outcome  gate.Outcome  `json:"outcome,omitempty"`
-	Duration time.Duration `json:"duration_ns,omitempty"`
-	Stages   []gate.Stage  `json:"stages"`
+	gate.CallEntry
+	Stages []gate.Stage `json:"stages"`
 }
 
-func auditLine(ce gate.CallEntry) auditJSON {
-	return auditJSON{ID: ce.ID, Session: ce.Session, Tool: ce.Tool, Digest: ce.Digest, Verdict: ce.Verdict, Code: ce.Code,
-		Reason: ce.Reason, Outcome: ce.Outcome, Duration: ce.Duration, Stages: ce.Stages()}
-}
+func auditLine(ce gate.CallEntry) auditJSON { return auditJSON{CallEntry: ce, Stages: ce.Stages()} }
 
 // quotedPath is a grant's path quoted, so that a space or tab in it cannot
 // shift the columns; "-" for a grant on a tool.

@@ -204,6 +204,18 @@ func TestAuditIsRedacted(t *testing.T) {
 			t.Errorf("quiver %s must redact the token:\n%s", strings.Join(args, " "), out)
 		}
 	}
+	// The evidence chain, in the stage names the operator page shows.
+	var line struct {
+		Stages []gate.Stage `json:"stages"`
+	}
+	out := lc.run("audit", "--json")
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &line); err != nil {
+		t.Fatalf("quiver audit --json: %v\n%s", err, out)
+	}
+	if len(line.Stages) != 2 || line.Stages[0].Name != gate.StageRequested || line.Stages[1].Name != gate.StageDecided ||
+		!strings.Contains(line.Stages[1].Detail, "deny.outside_fence") || strings.Contains(out, ghpToken) {
+		t.Fatalf("a call refused at the gate has the stages requested and decided:\n%s", out)
+	}
 }
 
 // TestApproveFromATerminalShowsTheCard: with a real quiver, the request
