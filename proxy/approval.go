@@ -245,7 +245,7 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 	}
 	pending, _ := s.file(ctx, ss, call, d)
 	if pending.State == gate.Denied {
-		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID)), nil
+		return declinedBefore(pending.ID), nil
 	}
 	if !canElicit(ctx) && !page {
 		if pending.ID == 0 {
@@ -334,6 +334,12 @@ func (s *Server) resolve(ctx context.Context, a gate.Approval, approve bool, l g
 	if _, err := s.ledger.ResolveApproval(ctx, a.ID, gate.Resolution{Approve: approve, Lifetime: l}); err != nil && !errors.Is(err, gate.ErrResolved) {
 		s.log.Error("resolving an approval failed", "approval", a.ID, "err", err)
 	}
+}
+
+// declinedBefore is the answer to a call whose request the user already
+// declined.
+func declinedBefore(id int64) gate.Decision {
+	return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", id))
 }
 
 func deny(code, reason string) gate.Decision {

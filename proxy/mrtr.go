@@ -162,7 +162,7 @@ func (s *Server) approveByInput(ctx context.Context, ss *session, call gate.Call
 		// waits for it there, as an older host's does.
 		pending, _ := s.file(ctx, ss, call, d)
 		if pending.State == gate.Denied {
-			return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID)), nil
+			return declinedBefore(pending.ID), nil
 		}
 		return s.waitForAnswer(ctx, ss, call, d, callID, pending), nil
 	}
@@ -174,7 +174,7 @@ func (s *Server) approveByInput(ctx context.Context, ss *session, call gate.Call
 		return deny(codeApprovalUnavailable, d.Reason+" quiver has no ledger to file the request in; the call did not run."), nil
 	}
 	if pending.State == gate.Denied {
-		return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", pending.ID)), nil
+		return declinedBefore(pending.ID), nil
 	}
 	state := s.seal.close(sealed{Session: ss.key, Tool: call.Name, Digest: d.Digest, Approval: pending.ID,
 		Expires: s.opts.Now().Add(s.gate().ApprovalTimeout()).Unix(), Nonce: newRunID()})

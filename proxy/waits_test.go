@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,5 +113,38 @@ policy:
 	as, _ := r.s.ledger.Approvals(context.Background(), gate.ApprovalFilter{State: gate.Pending})
 	if len(as) != 1 {
 		t.Fatalf("pending after the timeout: %v", as)
+	}
+}
+
+// request_capability from a host without cards waits for the page too.
+func TestPageAnswersRequestCapability(t *testing.T) {
+	r := newRig(t, rigServer+`
+policy:
+  approval_timeout: 20s
+`, rigTools()...)
+	r.s.opts.ApprovalPage = true
+	c := r.connect("stdio")
+	done := make(chan callResult, 1)
+	dir := t.TempDir()
+	go func() {
+		done <- c.call("request_capability", map[string]any{"capability": "read_outside_fence", "path": dir, "reason": "to read the plan"})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.s.Waiting()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("request_capability did not wait for the page")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := r.s.Answer(context.Background(), r.s.Waiting()[0], gate.Resolution{Approve: true, Lifetime: gate.ForSession}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.IsError || !strings.Contains(res.text(), "Granted") {
+			t.Fatalf("after the page's yes: %s", res.text())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the page's answer did not reach request_capability")
 	}
 }
