@@ -176,6 +176,10 @@ type Server struct {
 	URL       string
 	Transport string
 	Headers   map[string]string
+	// Auth is AuthOAuth for a remote server that needs a login ("quiver
+	// login NAME"), with OAuth's settings; "" for none or static headers.
+	Auth  string
+	OAuth OAuthSettings
 	// Prefix is prepended to tool names with "__"; "" exposes them bare.
 	Prefix   string
 	Keywords []string
@@ -235,6 +239,7 @@ type Spec struct {
 	EnvPassthrough []string          `yaml:"env_passthrough,omitempty" json:"env_passthrough,omitempty"`
 	URL            string            `yaml:"url,omitempty" json:"url,omitempty"`
 	Headers        map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	Auth           string            `yaml:"auth,omitempty" json:"auth,omitempty"`
 }
 
 // Secret is a value that must never be shown, and the variable it came from.
@@ -309,6 +314,9 @@ type fileServer struct {
 	// PathBase is a folder or "roots": how the server resolves relative
 	// paths.
 	PathBase string `yaml:"path_base"`
+	// Auth is "oauth" for a url server that needs a login (oauth.go).
+	Auth  string     `yaml:"auth"`
+	OAuth *fileOAuth `yaml:"oauth"`
 }
 
 type fileSlash struct {
@@ -329,12 +337,16 @@ type fileSlashArgument struct {
 }
 
 // LoadConfig reads and validates the file at path.
-func LoadConfig(path string) (*Config, error) {
+func LoadConfig(path string) (*Config, error) { return LoadConfigLookup(path, os.LookupEnv) }
+
+// LoadConfigLookup is LoadConfig with lookup resolving references (see
+// ParseConfig).
+func LoadConfigLookup(path string, lookup func(string) (string, bool)) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return ParseConfig(path, b, os.LookupEnv)
+	return ParseConfig(path, b, lookup)
 }
 
 // ParseConfig validates a servers.yaml held in memory. lookup resolves
@@ -567,7 +579,8 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 	// variables' values are secrets, to be redacted wherever they show.
 	expand := func(v string, secret func(name, val string) bool, keys ...string) (string, bool) {
 		out, err := expandVars(v, p.lookup, func(name, val string) {
-			if val != "" && secret(name, val) {
+			// A stored secret is one wherever it is used.
+			if val != "" && (strings.HasPrefix(name, KeyringPrefix) || secret(name, val)) {
 				p.secrets = append(p.secrets, Secret{Var: name, Value: val})
 			}
 		})
@@ -683,6 +696,8 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		if ok && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 			p.fail(key("url"), "servers.%s.url: %q must start with http:// or https://", name, fs.URL) // as written: the value may hold a key
 		}
+		s.Auth, s.OAuth = p.oauth(name, fs, key, expand)
+		s.Written.Auth = s.Auth
 		if len(fs.Headers) > 0 {
 			s.Headers = map[string]string{}
 			for _, k := range sortedKeys(fs.Headers) {
@@ -692,6 +707,9 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 		}
 	default:
 		p.fail(line, "servers.%s: give it a command (a local server) or a url (a remote one)", name)
+	}
+	if fs.Command != "" && (fs.Auth != "" || fs.OAuth != nil) {
+		p.fail(key("auth"), "servers.%s: auth and oauth are for remote servers (url); a local server gets its secrets in env", name)
 	}
 	if fs.PathBase != "" {
 		if v, ok := expand(fs.PathBase, never, "path_base"); ok {
@@ -720,6 +738,21 @@ func expandVars(s string, lookup func(string) (string, bool), seen func(name, va
 			return m
 		}
 		name := m[2 : len(m)-1]
+		if key, ok := strings.CutPrefix(name, KeyringPrefix); ok {
+			// A secret in the OS keychain (or quiver's secrets file),
+			// which lookup resolves under its whole name.
+			if !keyringNameRE.MatchString(key) {
+				errs = append(errs, fmt.Sprintf("%q is not a keyring reference; write ${keyring:NAME} with letters, digits, _, . and -", m))
+				return m
+			}
+			v, ok := lookup(name)
+			if !ok {
+				errs = append(errs, fmt.Sprintf("keyring secret %s is not set; run: quiver secret set %s", key, key))
+				return m
+			}
+			seen(name, v)
+			return v
+		}
 		if !envNameRE.MatchString(name) {
 			errs = append(errs, fmt.Sprintf("%q is not a variable reference; write ${NAME} with letters, digits and _", m))
 			return m
@@ -739,6 +772,12 @@ func expandVars(s string, lookup func(string) (string, bool), seen func(name, va
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// KeyringPrefix starts a reference to a stored secret: ${keyring:NAME}.
+// The lookup given to ParseConfig resolves "keyring:NAME".
+const KeyringPrefix = "keyring:"
+
+var keyringNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // labelRE matches what may name a secret in [redacted:NAME]: a variable,
 // a header or a flag.

@@ -83,6 +83,13 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
 			}
+			err = loginError(c.srv.Name, err)
+			if errors.Is(err, ErrLoginNeeded) {
+				// Someone runs quiver login in another process: look for
+				// its token soon, at no cost to the server meanwhile (no
+				// token, no request).
+				backoff = min(loginPoll, c.reg.opts.MaxBackoff)
+			}
 			why := c.redact(err)
 			log.Warn("server failed to start; retrying", "err", why, "retry_in", backoff)
 			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
@@ -408,13 +415,29 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	log := slog.New(redactingHandler{inner: c.reg.log.Handler(), secrets: c.secretsNow}).With("server", s.Name)
 	switch s.Transport {
 	case TransportHTTP:
-		t, err := transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log))
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log)}
+		if s.Auth == AuthOAuth {
+			oc, _, err := OAuthConfig(s, c.reg.opts.StateDir, "")
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, transport.WithHTTPOAuth(oc))
+		}
+		t, err := transport.NewStreamableHTTP(s.URL, opts...)
 		if err != nil {
 			return nil, err
 		}
 		return cancellingHTTP{t}, nil
 	case TransportSSE:
-		t, err := transport.NewSSE(s.URL, transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log))
+		opts := []transport.ClientOption{transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log)}
+		if s.Auth == AuthOAuth {
+			oc, _, err := OAuthConfig(s, c.reg.opts.StateDir, "")
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, transport.WithOAuth(oc))
+		}
+		t, err := transport.NewSSE(s.URL, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -71,6 +71,8 @@ func commands() map[string]*command {
 		"grants":         grantsCmd(),
 		"audit":          auditCmd(),
 		"ui":             uiCmd(),
+		"secret":         secretCmd(),
+		"login":          loginCmd(),
 	}
 }
 
@@ -114,9 +116,9 @@ func (c *common) load(e *env) (*registry.Config, error) {
 // parse finds and validates the configuration, without its toggles.
 func (c *common) parse(e *env) (*registry.Config, error) {
 	if path := c.serversPath(e); path != "" {
-		return registry.LoadConfig(path)
+		return registry.LoadConfigLookup(path, c.lookup(e))
 	}
-	return registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, os.LookupEnv)
+	return registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, c.lookup(e))
 }
 
 // serversPath is the servers.yaml in use; "" for the built-in one.
