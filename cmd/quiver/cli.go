@@ -163,6 +163,11 @@ func cobraCommand(e *env, name string, c *command) *cobra.Command {
 			if len(c.subcommands) > 0 && len(args) == 0 {
 				return withPrefix(c.subcommands, toComplete), cobra.ShellCompDirectiveNoFileComp
 			}
+			if c.complete != nil {
+				if words := c.complete(e, args, toComplete); len(words) > 0 {
+					return words, cobra.ShellCompDirectiveNoFileComp
+				}
+			}
 			return nil, cobra.ShellCompDirectiveDefault
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -273,4 +273,8 @@ func TestToolNamesAreCheckedAgainstTheRunningQuiver(t *testing.T) {
 	if code, out := quiverIn(t, dir, "tools", "disable", "example__echo", "--config", cfg, "--state-dir", state, "--wait", "1ms"); code != exitOK || strings.Contains(out, "could not be checked") {
 		t.Fatalf("a real name against the running quiver: exit %d\n%s", code, out)
 	}
+	// Completion offers the running quiver's tool names.
+	if code, out := quiverIn(t, dir, "__complete", "tools", "enable", "--config", cfg, "--state-dir", state, "example__ec"); code != exitOK || !strings.Contains(out, "example__echo\n") || strings.Contains(out, "example__sleep") {
+		t.Errorf("completing a tool name: exit %d, want example__echo offered\n%s", code, out)
+	}
 }

@@ -44,6 +44,9 @@ type command struct {
 	raw bool
 	// subcommands are the words run takes first, for completion.
 	subcommands []string
+	// complete, when set, offers completions for the words after them
+	// (args are the words so far, flags included).
+	complete func(e *env, args []string, toComplete string) []string
 }
 
 // env is what a command runs with; tests give their own.

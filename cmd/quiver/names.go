@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/quiver-mcp/quiver/registry"
@@ -120,4 +121,33 @@ func (c *common) checkToolNames(ctx context.Context, e *env, names []string) err
 		return fmt.Errorf("%w: %s\n(quiver tools list shows every tool; --force writes the names anyway)", errUsage, strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// completeToolNames offers, after "tools enable" or "tools disable", the
+// names of the running quiver's tools (none when none runs: completion
+// never starts servers).
+func completeToolNames(e *env, args []string, toComplete string) []string {
+	if len(args) == 0 || (args[0] != "enable" && args[0] != "disable") {
+		return nil
+	}
+	var c common
+	fs := newFlags("complete")
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	c.register(fs)
+	_ = fs.Parse(args[1:])
+	state := c.stateDir
+	if state == "" {
+		state = defaultStateDir(e)
+	}
+	cat := runningCatalog(state, c.serversPath(e))
+	if cat == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range cat.Tools {
+		if strings.HasPrefix(t.Exposed, toComplete) && !slices.Contains(fs.Args(), t.Exposed) {
+			out = append(out, t.Exposed)
+		}
+	}
+	return out
 }

@@ -55,6 +55,7 @@ Flags:
   --wait D         how long to wait for servers to start (default 30s)
 ` + pinsHelp,
 		subcommands: []string{"list", "enable", "disable", "changes", "accept", "reject", "history"},
+		complete:    completeToolNames,
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("%w: the tools command takes a subcommand: list, enable, disable, changes, accept, reject or history", errUsage)
