@@ -187,9 +187,11 @@ func (l *Ledger) HoldTool(ctx context.Context, server, tool, digest string, def 
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO tool_holds (server, tool, digest, seen, state) VALUES (?, ?, ?, ?, ?)`,
-			server, tool, digest, now, HoldPending)
-		return err
+		if _, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO tool_holds (server, tool, digest, seen, state) VALUES (?, ?, ?, ?, ?)`,
+			server, tool, digest, now, HoldPending); err != nil {
+			return err
+		}
+		return dropUnused(ctx, tx, was)
 	})
 	if err != nil {
 		return false, fmt.Errorf("hold %s of %s: %w", tool, server, err)
@@ -200,10 +202,34 @@ func (l *Ledger) HoldTool(ctx context.Context, server, tool, digest string, def 
 // UnholdTool forgets server's tool's held definition: its server offers
 // the pinned one again.
 func (l *Ledger) UnholdTool(ctx context.Context, server, tool string) error {
-	if _, err := l.exec(ctx, `DELETE FROM tool_holds WHERE server = ? AND tool = ?`, server, tool); err != nil {
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		var was string
+		err := tx.QueryRowContext(ctx, `DELETE FROM tool_holds WHERE server = ? AND tool = ? RETURNING digest`, server, tool).Scan(&was)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return dropUnused(ctx, tx, was)
+	})
+	if err != nil {
 		return fmt.Errorf("unhold %s of %s: %w", tool, server, err)
 	}
 	return nil
+}
+
+// dropUnused deletes a definition that no pin and no hold refers to any
+// more: a server that changes a tool at every list would otherwise grow
+// the ledger by a definition each time. Every pinned one is kept.
+func dropUnused(ctx context.Context, tx *sql.Tx, digest string) error {
+	if digest == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM tool_defs WHERE digest = ?
+		AND NOT EXISTS (SELECT 1 FROM tool_pins WHERE digest = ?)
+		AND NOT EXISTS (SELECT 1 FROM tool_holds WHERE digest = ?)`, digest, digest, digest)
+	return err
 }
 
 // RejectTool marks server's tool's held definition rejected: it stays

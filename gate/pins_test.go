@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -86,5 +87,39 @@ func TestLedgerPins(t *testing.T) {
 	}
 	if err := l.UnholdTool(ctx, "notes", "list_notes"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A server that changes a tool at every list must not grow the ledger:
+// only pinned and currently held definitions are kept.
+func TestLedgerPinsKeepOnlyWhatMatters(t *testing.T) {
+	ctx := context.Background()
+	l := openTestLedger(t, filepath.Join(t.TempDir(), "ledger.db"))
+	if _, err := l.PinTool(ctx, "s", "a", "p", []byte(`{"v":0}`), PinFirstSight); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := l.HoldTool(ctx, "s", "a", fmt.Sprintf("h%d", i), []byte(fmt.Sprintf(`{"v":%d}`, i+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		var n int
+		if err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM tool_defs`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("after 50 changes the ledger keeps %d definitions, want 2 (the pinned one and the one held)", n)
+	}
+	if err := l.UnholdTool(ctx, "s", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("after the hold ended the ledger keeps %d definitions, want the pinned one", n)
+	}
+	if _, err := l.ToolDefinition(ctx, "p"); err != nil {
+		t.Fatalf("the pinned definition is gone: %v", err)
 	}
 }
