@@ -208,3 +208,16 @@ func TestDiffListsATitleOnce(t *testing.T) {
 		t.Fatalf("a title from the annotations should be one flagged change, got:\n%s", d.Text(""))
 	}
 }
+
+func TestDiffTextShowsValuesPlainly(t *testing.T) {
+	a := Definition{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"string"}}}`)}
+	b := Definition{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","enum":["a\u200bb"]}}}`),
+		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(false)}}
+	txt := DiffDefinitions(a, b, Judge{}).Text("")
+	for _, want := range []string{`field changed input.n.type: "string" → "integer"`, `field changed input.n.enum: (none) → ["a\u200bb"]`,
+		"annotation readOnlyHint: unset → false"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("text lacks %q:\n%s", want, txt)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -108,7 +110,7 @@ func (d Diff) Short() string {
 			s += " " + safeName(c.Field)
 		}
 		if c.Old != "" || c.New != "" {
-			s += fmt.Sprintf(": %s → %s", shown(c.Old, 60), shown(c.New, 60))
+			s += fmt.Sprintf(": %s → %s", c.value(c.Old, 60), c.value(c.New, 60))
 		}
 		if c.Flag != "" {
 			s += " [!" + c.Flag + "]"
@@ -132,7 +134,7 @@ func (d Diff) Text(indent string) string {
 		case c.Kind == ChangeDescription || c.Kind == ChangeTitle:
 			fmt.Fprintf(&b, "\n%s  was: %s\n%s  now: %s", indent, shown(c.Old, 2000), indent, shown(c.New, 2000))
 		case c.Old != "" || c.New != "":
-			fmt.Fprintf(&b, ": %s → %s", shown(c.Old, 200), shown(c.New, 200))
+			fmt.Fprintf(&b, ": %s → %s", c.value(c.Old, 200), c.value(c.New, 200))
 		}
 		b.WriteString("\n")
 		if c.Flag != "" {
@@ -142,17 +144,50 @@ func (d Diff) Text(indent string) string {
 	return b.String()
 }
 
+// value shows one side of c: prose (a title, a description, an
+// annotation's title) quoted, JSON and words as they are; either way
+// hidden characters show as escapes and the text is cut to n bytes.
+func (c DefChange) value(s string, n int) string {
+	if c.Kind == ChangeTitle || c.Kind == ChangeDescription || (c.Kind == ChangeAnnotation && c.Field == "title") {
+		return shown(s, n)
+	}
+	if s == "" {
+		return "(none)"
+	}
+	var b strings.Builder
+	for _, r := range cut(s, n) {
+		switch {
+		case r == '\n' || r == '\t' || !unicode.IsPrint(r) && r != ' ':
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	if len(s) > n {
+		b.WriteString("…")
+	}
+	return b.String()
+}
+
+// cut is s cut to at most n bytes, on a character boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // shown quotes s (escaping hidden characters), cut to n bytes.
 func shown(s string, n int) string {
 	if s == "" {
 		return "(none)"
 	}
 	if len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q…", s[:cut])
+		return fmt.Sprintf("%q…", cut(s, n))
 	}
 	return fmt.Sprintf("%q", s)
 }

@@ -191,10 +191,10 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 		`was: "List the notes."`,
 		`! addresses the model: "ignore previous", "you must", "<important>", 1 zero-width characters`,
 		`\u200b`,
-		"field added input.path: (none) → \"string, optional\"\n    ! the fence reads this new argument as a path",
-		"annotation readOnlyHint: \"true\" → \"false\"",
-		"annotation destructiveHint: \"unset\" → \"true\"",
-		"class: \"read\" → \"destructive\"\n    ! the gate now treats it as destructive, not read",
+		"field added input.path: (none) → string, optional\n    ! the fence reads this new argument as a path",
+		"annotation readOnlyHint: true → false",
+		"annotation destructiveHint: unset → true",
+		"class: read → destructive\n    ! the gate now treats it as destructive, not read",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("quiver tools changes lacks %q:\n%s", want, out)
