@@ -327,9 +327,13 @@ func (g *Gate) Effective() Policy {
 	if p.Pinning == "" {
 		p.Pinning = "strict"
 	}
+	p.Profile = g.p.profile
 	p.Defaults = make(map[Class]string, len(g.p.defaults))
 	for c, v := range g.p.defaults {
 		p.Defaults[c] = v.String()
+		if g.p.inside[c] {
+			p.Defaults[c] = AllowInside
+		}
 	}
 	return p
 }
@@ -773,6 +777,14 @@ func (g *Gate) decide(name string, class Class, args map[string]any, paths []pat
 			return Ask, CodeAskRule, orDefault(r.reason, fmt.Sprintf("Policy rule %d says the user must approve calls like this to %q.", r.idx+1, name))
 		default:
 			return Deny, CodeDenyRule, orDefault(r.reason, fmt.Sprintf("Policy rule %d refuses calls like this to %q; do not retry it, try another way or ask the user.", r.idx+1, name))
+		}
+	}
+	if g.p.inside[class] {
+		if len(paths) > 0 && !slices.ContainsFunc(paths, pathArg.isOutside) {
+			return Allow, CodeAllow, "Allowed by policy: every path it names is inside the fence."
+		}
+		if len(paths) == 0 {
+			return Ask, CodeAskPolicy, fmt.Sprintf("%q is a %s tool and the call names no path inside the fence, so the user must approve it (capability %s).", name, class, class)
 		}
 	}
 	switch g.p.defaults[class] {

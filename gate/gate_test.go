@@ -198,7 +198,7 @@ func TestEvaluate(t *testing.T) {
 		}, want{Deny, CodeOutsideFence, nil}},
 		{"nul_in_path_is_bad", Policy{}, func() Call { return call(readTool, `{"path":"a\u0000b"}`) },
 			want{Deny, CodeBadPath, []string{"NUL"}}},
-		{"destructive_asks_by_default", Policy{}, func() Call { return call(deleteTool, `{"path":`+js(inside)+`}`) },
+		{"destructive_asks_when_careful", Policy{Profile: "careful"}, func() Call { return call(deleteTool, `{"path":`+js(inside)+`}`) },
 			want{Ask, CodeAskPolicy, []string{"destructive"}}},
 		{"network_allowed_by_default", Policy{}, func() Call { return call(fetchTool, `{"url":"https://example.com"}`) },
 			want{Allow, CodeAllow, nil}},

@@ -312,7 +312,8 @@ func TestApprovalFlow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l := openTestLedger(t, path)
 	cli := openTestLedger(t, path) // `quiver approve` in another process
-	g := f.gate(t, Policy{}, WithLedger(l))
+	// careful: so that a destructive call inside the fence asks too.
+	g := f.gate(t, Policy{Profile: "careful", Defaults: map[Class]string{ClassWrite: "allow"}}, WithLedger(l))
 	outside := filepath.Join(f.outside, "notes.txt")
 
 	c := call(writeTool, `{"path":`+js(outside)+`,"content":"x"}`)

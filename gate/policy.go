@@ -139,9 +139,13 @@ type Policy struct {
 	// Rules are checked in order; the first that matches decides, before
 	// Defaults.
 	Rules []Rule `yaml:"rules"`
-	// Defaults maps a class to "allow", "deny" or "ask"; classes left out
-	// keep the built-in defaults (read, write, network allow; destructive,
-	// execute, admin ask).
+	// Profile picks the class defaults: "project" (the default), "careful"
+	// or "read_only"; see Profiles. Defaults, Rules and Classes still
+	// override it, and no profile widens the fence.
+	Profile string `yaml:"profile"`
+	// Defaults maps a class to "allow", "deny", "ask" or "allow_inside"
+	// (allowed when the call names a path and every path is inside the
+	// fence, else asked); classes left out keep the profile's verdict.
 	Defaults map[Class]string `yaml:"defaults"`
 
 	// ApprovalTimeout is how long the proxy waits for a person to answer
@@ -188,13 +192,17 @@ type Match struct {
 
 // compiledPolicy is Policy validated once in New.
 type compiledPolicy struct {
-	roots        []string // resolved fence roots
-	outsideDeny  bool
-	strict       bool
-	rounds       int
-	classes      []classOverride
-	rules        []rule
-	defaults     map[Class]Verdict
+	roots       []string // resolved fence roots
+	outsideDeny bool
+	strict      bool
+	rounds      int
+	classes     []classOverride
+	rules       []rule
+	profile     string
+	defaults    map[Class]Verdict
+	// inside holds the classes whose default is allow_inside: Ask in
+	// defaults, Allow when every path of the call is inside the fence.
+	inside       map[Class]bool
 	approvalWait time.Duration
 }
 
@@ -217,13 +225,45 @@ type argMatch struct {
 	absent bool
 }
 
-var builtinDefaults = map[Class]Verdict{
-	ClassRead:        Allow,
-	ClassWrite:       Allow,
-	ClassDestructive: Ask,
-	ClassExecute:     Ask,
-	ClassNetwork:     Allow,
-	ClassAdmin:       Ask,
+// AllowInside is the default verdict that allows a call when it names at
+// least one path and every path is inside the fence, and asks otherwise.
+// A call with no path is asked about: nothing shows it stays in the
+// project (memory__delete_entities, github__delete_repository).
+const AllowInside = "allow_inside"
+
+// DefaultProfile is the profile of a policy that names none.
+const DefaultProfile = "project"
+
+// Profiles are the class defaults each policy.profile starts from. In
+// every one a path outside the fence is asked about (or refused with
+// outside_fence: deny) whatever the class verdict: the fence is not a
+// default and no profile can turn it off.
+//
+//   - project: work inside the allowed folders goes ahead; reading,
+//     writing and deleting there is allowed, commands and admin ask.
+//   - careful: every write and every destructive call asks, inside the
+//     fence too.
+//   - read_only: only reads run; everything else is refused.
+var Profiles = map[string]map[Class]string{
+	"project": {ClassRead: "allow", ClassWrite: "allow", ClassDestructive: AllowInside,
+		ClassExecute: "ask", ClassNetwork: "allow", ClassAdmin: "ask"},
+	"careful": {ClassRead: "allow", ClassWrite: "ask", ClassDestructive: "ask",
+		ClassExecute: "ask", ClassNetwork: "allow", ClassAdmin: "ask"},
+	"read_only": {ClassRead: "allow", ClassWrite: "deny", ClassDestructive: "deny",
+		ClassExecute: "deny", ClassNetwork: "deny", ClassAdmin: "deny"},
+}
+
+// parseDefault reads a class default: a verdict, or allow_inside (Ask,
+// with inside true).
+func parseDefault(s string) (v Verdict, inside bool, err error) {
+	if strings.EqualFold(strings.TrimSpace(s), AllowInside) {
+		return Ask, true, nil
+	}
+	v, err = parseVerdict(s)
+	if err != nil {
+		err = fmt.Errorf("%q is not allow, deny, ask or %s", s, AllowInside)
+	}
+	return v, false, err
 }
 
 func parseVerdict(s string) (Verdict, error) {
@@ -242,7 +282,8 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 	cp := compiledPolicy{
 		strict:       p.StrictArgs,
 		rounds:       p.CorrectionRounds,
-		defaults:     make(map[Class]Verdict, len(builtinDefaults)),
+		defaults:     make(map[Class]Verdict, 6),
+		inside:       make(map[Class]bool),
 		approvalWait: p.ApprovalTimeout,
 	}
 	if cp.rounds <= 0 {
@@ -294,18 +335,34 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 	}
 	cp.classes = sortedOverrides(p.Classes)
 
-	for c, v := range builtinDefaults {
-		cp.defaults[c] = v
+	cp.profile = strings.ToLower(strings.TrimSpace(p.Profile))
+	if cp.profile == "" {
+		cp.profile = DefaultProfile
+	}
+	base, ok := Profiles[cp.profile]
+	if !ok {
+		return cp, &PolicyError{Key: []string{"profile"}, Err: fmt.Errorf("%q is not a profile (project, careful, read_only)", p.Profile)}
+	}
+	set := func(c Class, s string) error {
+		v, inside, err := parseDefault(s)
+		if err != nil {
+			return err
+		}
+		cp.defaults[c], cp.inside[c] = v, inside
+		return nil
+	}
+	for c, s := range base {
+		if err := set(c, s); err != nil {
+			return cp, &PolicyError{Key: []string{"profile"}, Err: err}
+		}
 	}
 	for c, s := range p.Defaults {
 		if !c.valid() {
 			return cp, &PolicyError{Key: []string{"defaults", string(c)}, Err: fmt.Errorf("%q is not a class (read, write, destructive, execute, network, admin)", c)}
 		}
-		v, err := parseVerdict(s)
-		if err != nil {
+		if err := set(c, s); err != nil {
 			return cp, &PolicyError{Key: []string{"defaults", string(c)}, Err: err}
 		}
-		cp.defaults[c] = v
 	}
 
 	for i, pr := range p.Rules {

@@ -200,7 +200,7 @@ func widening(old, new *settings) []string {
 	if op.OutsideFence == "deny" && np.OutsideFence != "deny" {
 		out = append(out, "fence.outside_fence is now "+np.OutsideFence)
 	}
-	rank := map[string]int{"deny": 0, "ask": 1, "allow": 2}
+	rank := map[string]int{"deny": 0, "ask": 1, gate.AllowInside: 2, "allow": 3}
 	for _, c := range slices.Sorted(maps.Keys(np.Defaults)) {
 		if rank[np.Defaults[c]] > rank[op.Defaults[c]] {
 			out = append(out, fmt.Sprintf("policy.defaults.%s is now %s (was %s)", c, np.Defaults[c], op.Defaults[c]))

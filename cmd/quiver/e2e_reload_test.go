@@ -259,7 +259,7 @@ func TestConfigEffective(t *testing.T) {
 	if len(got.Servers) != 1 || got.Servers[0].State != "up" || got.Servers[0].Env["NOTES_TOKEN"] != "${QUIVER_TEST_SECRET}" {
 		t.Errorf("servers: %+v", got.Servers)
 	}
-	if got.Fence.OutsideFence != "ask" || !slices.Contains(got.Fence.AllowedDirs, "/tmp") || got.Policy.Defaults["destructive"] != "ask" || got.Policy.Defaults["read"] != "allow" {
+	if got.Fence.OutsideFence != "ask" || !slices.Contains(got.Fence.AllowedDirs, "/tmp") || got.Policy.Defaults["destructive"] != "allow_inside" || got.Policy.Defaults["read"] != "allow" {
 		t.Errorf("fence %+v, policy defaults %v: want the defaults filled in", got.Fence, got.Policy.Defaults)
 	}
 	if len(got.Withheld) != 1 || got.Withheld[0].Name != "example__notes_delete" || !strings.Contains(got.Withheld[0].Why, "tools.yaml:1") {
