@@ -206,6 +206,10 @@ type Server struct {
 	// literally (an env or header value with a secret's name or shape, the
 	// value after --password and the like) shows as [redacted:NAME].
 	Written Spec
+	// Unavailable, when set, says why the entry cannot start although the
+	// file is fine (a ${VAR} it needs is not set): the server is down with
+	// this reason and the other servers run.
+	Unavailable string
 	// Line is where the entry starts in the file, for messages.
 	Line int
 	// home is the HOME the child sees (Home).
@@ -589,6 +593,13 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			if l == 0 {
 				l = key(keys[0])
 			}
+			var unset *unsetError
+			if errors.As(err, &unset) {
+				if s.Unavailable == "" {
+					s.Unavailable = fmt.Sprintf("%s:%d: servers.%s.%s: %v", configName(p.path), l, name, strings.Join(keys, "."), err)
+				}
+				return out, false
+			}
 			p.fail(l, "servers.%s.%s: %v", name, strings.Join(keys, "."), err)
 			return out, false
 		}
@@ -728,7 +739,7 @@ var varRE = regexp.MustCompile(`\$\$|\$\{([^}]*)\}|\$\{`)
 // Anything else is left alone so that values with a lone $ survive; a ${
 // that is never closed is an error, not a literal (it is a typo).
 func expandVars(s string, lookup func(string) (string, bool), seen func(name, val string)) (string, error) {
-	var errs []string
+	var errs, unset []string
 	out := varRE.ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$$" {
 			return "$"
@@ -759,16 +770,39 @@ func expandVars(s string, lookup func(string) (string, bool), seen func(name, va
 		}
 		v, ok := lookup(name)
 		if !ok {
-			errs = append(errs, fmt.Sprintf("environment variable %s is not set; set it before starting quiver, or remove the reference", name))
+			unset = append(unset, name)
 			return m
 		}
 		seen(name, v)
 		return v
 	})
 	if len(errs) > 0 {
+		for _, n := range unset {
+			errs = append(errs, unsetText(n))
+		}
 		return s, errors.New(strings.Join(errs, "; "))
 	}
+	if len(unset) > 0 {
+		return s, &unsetError{names: unset}
+	}
 	return out, nil
+}
+
+// An unsetError is a value whose only fault is a ${VAR} that is not set:
+// the file is readable, so only the server that needs the variable is
+// down, not the whole file (issue 17, problem 3).
+type unsetError struct{ names []string }
+
+func (e *unsetError) Error() string {
+	parts := make([]string, len(e.names))
+	for i, n := range e.names {
+		parts[i] = unsetText(n)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func unsetText(name string) string {
+	return fmt.Sprintf("environment variable %s is not set; set it in the environment quiver starts with (a host's \"env\" block) or remove the reference", name)
 }
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

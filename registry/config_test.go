@@ -361,14 +361,6 @@ func TestConfigErrors(t *testing.T) {
 			[]string{"merge key (<<)", "write each server out"}},
 
 		// Variables.
-		{"unset_variable_in_env", "servers:\n  gh:\n    command: x\n    env:\n      A: b\n      TOKEN: ${GH_TOKEN}\n", nil, 6,
-			[]string{"servers.gh.env.TOKEN", "environment variable GH_TOKEN is not set", "set it before starting quiver"}},
-		{"unset_variable_in_args", "servers:\n  gh:\n    command: x\n    args:\n      - --dir=${WORKDIR}\n", nil, 4,
-			[]string{"servers.gh.args", "WORKDIR is not set"}},
-		{"unset_variable_in_header", "servers:\n  gh:\n    url: https://h/mcp\n    headers:\n      Authorization: Bearer ${TOK}\n", nil, 5,
-			[]string{"servers.gh.headers.Authorization", "TOK is not set"}},
-		{"unset_variable_in_url", "servers:\n  gh:\n    url: ${BASE}/mcp\n", nil, 3,
-			[]string{"servers.gh.url", "BASE is not set"}},
 		{"not_a_variable_name", "servers:\n  gh:\n    command: ${1X}\n", nil, 3,
 			[]string{`"${1X}" is not a variable reference`, "write ${NAME}"}},
 		{"unclosed_variable", "servers:\n  gh:\n    command: x\n    env:\n      TOKEN: ${GH_TOKEN\n", nil, 5,
@@ -443,7 +435,7 @@ surface:
   bind_turns: -2
 servers:
   a:
-    command: ${NOPE}
+    command: ${1NOPE}
   b:
     url: ftp://x
   c:
@@ -637,4 +629,41 @@ func TestConfigToolsDefaultAndWritten(t *testing.T) {
 func TestShortenedNamesInConfigAreAccepted(t *testing.T) {
 	name := ExposedName("github_enterprise_cloud_europe_west", "create_issue_with_many_lab_extra_words_here", 64)
 	mustParse(t, "servers:\n  github_enterprise_cloud_europe_west: {command: x}\nsurface:\n  always_on: ["+name+"]\n", nil)
+}
+
+// TestUnsetVariableDownsOnlyItsServer is issue 17's problem 3: a ${VAR}
+// that is not set makes its server unavailable, with the file, line, key
+// and what to do, and leaves the file and every other server alone.
+func TestUnsetVariableDownsOnlyItsServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"env", "servers:\n  gh:\n    command: x\n    env:\n      A: b\n      TOKEN: ${GH_TOKEN}\n",
+			[]string{"test.yaml:6: servers.gh.env.TOKEN", "environment variable GH_TOKEN is not set", `a host's "env" block`}},
+		{"args", "servers:\n  gh:\n    command: x\n    args:\n      - --dir=${WORKDIR}\n", []string{"servers.gh.args", "WORKDIR is not set"}},
+		{"header", "servers:\n  gh:\n    url: https://h/mcp\n    headers:\n      Authorization: Bearer ${TOK}\n", []string{"test.yaml:5: servers.gh.headers.Authorization", "TOK is not set"}},
+		{"url", "servers:\n  gh:\n    url: ${BASE}/mcp\n", []string{"test.yaml:3: servers.gh.url", "BASE is not set"}},
+		{"path_base", "servers:\n  gh:\n    command: x\n    path_base: ${NOPE}\n", []string{"servers.gh.path_base", "NOPE is not set"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig("conf/test.yaml", []byte(tc.yaml+"  other:\n    command: y\n"), testLookup(nil))
+			if err != nil {
+				t.Fatalf("the whole file was refused: %v", err)
+			}
+			gh, _ := cfg.Server("gh")
+			for _, w := range tc.want {
+				if !strings.Contains(gh.Unavailable, w) {
+					t.Errorf("Unavailable = %q; want it to say %q", gh.Unavailable, w)
+				}
+			}
+			if other, _ := cfg.Server("other"); other.Unavailable != "" {
+				t.Errorf("other server unavailable: %q", other.Unavailable)
+			}
+		})
+	}
+	// A reference that is malformed is still a fault of the file.
+	if _, err := ParseConfig("conf/test.yaml", []byte("servers:\n  gh:\n    command: x\n    env: {T: \"${A} ${B\"}\n"), testLookup(nil)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "never closed") {
+		t.Errorf("err = %v; want the unclosed ${ refused", err)
+	}
 }

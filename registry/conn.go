@@ -44,6 +44,9 @@ type conn struct {
 	// and one more follows if any came meanwhile, however many (red team:
 	// 60,000 notifications made 11,396 re-lists in 15 s).
 	wanted, listing atomic.Bool
+	// stderr is the current child's stderr logger; a failed start quotes
+	// its last words.
+	stderr atomic.Pointer[lineLogger]
 	// life is set by launch and used by Apply (reload.go).
 	life
 }
@@ -74,6 +77,16 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 	backoff := c.reg.opts.MinBackoff
 	once := sync.OnceFunc(firstTry)
 	defer once()
+	if why := c.srv.Unavailable; why != "" {
+		// Nothing to retry until the configuration changes (Apply then
+		// starts a new conn).
+		log.Warn("server cannot start", "err", why)
+		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
+		once()
+		<-ctx.Done()
+		c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
+		return
+	}
 	for attempt := 0; ; attempt++ {
 		cl, tools, stop, err := c.connect(ctx)
 		if err != nil {
@@ -198,6 +211,7 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 	// cancelling life, sweep the process group.
 	life, cancelLife := context.WithCancel(context.WithoutCancel(ctx))
 	var child *exec.Cmd // set by the stdio transport inside cl.Start
+	c.stderr.Store(nil)
 	tr, err := c.transport(func(cmd *exec.Cmd) { child = cmd })
 	if err != nil {
 		cancelLife()
@@ -214,6 +228,13 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 	}
 	defer func() {
 		if err != nil {
+			// Before stop closes the pipe: the child's last words (npm's
+			// E404, "Error: GITHUB_TOKEN is not set") are the real reason.
+			if l := c.stderr.Load(); l != nil && child != nil {
+				if words := l.lastWords(time.Second); words != "" {
+					err = fmt.Errorf("%w; its stderr ended: %s", err, words)
+				}
+			}
 			stop()
 		}
 	}()
@@ -457,6 +478,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	// The stderr logger redacts as it cuts (stderr.go), with the secrets
 	// of the moment the child starts.
 	stderr := &lineLogger{log: c.reg.log.With("server", s.Name), redact: c.secretsNow()}
+	c.stderr.Store(stderr)
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)

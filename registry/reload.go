@@ -232,7 +232,7 @@ func (r *Registry) waitPublished(ctx context.Context, gen uint64) error {
 // sameLaunch reports whether two entries reach the server the same way, so
 // that the running process can stay.
 func sameLaunch(a, b Server) bool {
-	return a.Command == b.Command && slices.Equal(a.Args, b.Args) && maps.Equal(a.Env, b.Env) &&
+	return a.Unavailable == b.Unavailable && a.Command == b.Command && slices.Equal(a.Args, b.Args) && maps.Equal(a.Env, b.Env) &&
 		a.Cwd == b.Cwd && slices.Equal(a.EnvPassthrough, b.EnvPassthrough) && a.URL == b.URL && a.Transport == b.Transport && maps.Equal(a.Headers, b.Headers)
 }
 

@@ -41,6 +41,34 @@ type lineLogger struct {
 	held bool
 	// inKey counts the lines of a private key being skipped (0: none).
 	inKey int
+	// tail holds the last lines logged (redacted), and lastWrite when the
+	// child last wrote: the reason a server failed to start quotes them
+	// (npm's E404 says more than "transport closed").
+	tail      []string
+	lastWrite time.Time
+}
+
+// tailLines and tailLineLen bound what a failure reason quotes of stderr.
+const (
+	tailLines   = 4
+	tailLineLen = 300
+)
+
+// lastWords returns the last lines the child wrote, redacted, joined with
+// " | ", once its stderr has been quiet for a moment or at most wait: the
+// child's last words often come just as its stdout closes.
+func (l *lineLogger) lastWords(wait time.Duration) string {
+	deadline := time.Now().Add(wait)
+	for {
+		l.mu.Lock()
+		quiet := len(l.buf) == 0 && time.Since(l.lastWrite) > 150*time.Millisecond
+		words := strings.Join(l.tail, " | ")
+		l.mu.Unlock()
+		if quiet || time.Now().After(deadline) {
+			return words
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 const (
@@ -60,6 +88,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
+	l.lastWrite = time.Now()
 	l.held = false
 	l.drain()
 	if len(l.buf) > 0 {
@@ -176,6 +205,15 @@ func (l *lineLogger) emit(text string) {
 		}
 		if line != "" {
 			l.log.Info("stderr: " + line)
+			if strings.TrimSpace(line) != "" {
+				if len(line) > tailLineLen {
+					line = line[:tailLineLen] + "…"
+				}
+				l.tail = append(l.tail, strings.TrimSpace(line))
+				if len(l.tail) > tailLines {
+					l.tail = l.tail[len(l.tail)-tailLines:]
+				}
+			}
 		}
 	}
 }

@@ -347,3 +347,45 @@ func freeAddr(t *testing.T) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// TestOneBadServerLeavesTheRestUp is issue 17's problems 3 and 4 as a
+// person meets them: a server whose ${VAR} is unset and one whose child
+// dies printing npm's E404 are down, each with its reason, in doctor and
+// in tools list, while the example server starts and lists its tools.
+func TestOneBadServerLeavesTheRestUp(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte(exampleConfig("auto", `
+  github:
+    command: npx
+    args: [-y, "@modelcontextprotocol/server-github"]
+    env: {GITHUB_PERSONAL_ACCESS_TOKEN: "${QUIVER_TEST_UNSET_TOKEN}"}
+  nopkg:
+    command: sh
+    args: [-c, "echo 'npm error code E404' >&2; echo 'npm error 404 Not Found - GET https://registry.npmjs.org/@nobody%2fno-such-server' >&2; exit 1"]
+`)), 0o600)
+	out, err := exec.Command(quiverBin, "doctor", "--config", cfg, "--state-dir", dir, "--wait", "10s").CombinedOutput()
+	if code := exitCode(err); code != exitFailure {
+		t.Fatalf("doctor: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	for _, want := range []string{"example  stdio      up", "servers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN",
+		"QUIVER_TEST_UNSET_TOKEN is not set", "npm error code E404", "404 Not Found"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	cmd := exec.Command(quiverBin, "tools", "list", "--config", cfg, "--state-dir", dir, "--wait", "10s")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tools list: %v\n%s%s", err, &stdout, &stderr)
+	}
+	if !strings.Contains(stdout.String(), "example__notes_add") {
+		t.Errorf("tools list lacks the example server's tools:\n%s", &stdout)
+	}
+	for _, want := range []string{"server github is down: ", "GITHUB_PERSONAL_ACCESS_TOKEN", "server nopkg is down: ", "E404"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("tools list's stderr lacks %q:\n%s", want, &stderr)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -130,7 +131,17 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Exposed, t.Server, on, p.Class(t), t.Toggle)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A server that is not up lists no tools: say so, and why, on stderr
+	// so that the list itself (and --json) stays clean.
+	for _, s := range cat.Servers {
+		if s.State != registry.StateUp && (srv == "" || s.Name == srv) {
+			fmt.Fprintf(e.stderr, "server %s is %s: %s\n", s.Name, s.State, cmp.Or(s.LastError, "no tools yet"))
+		}
+	}
+	return nil
 }
 
 func toolsSwitch(ctx context.Context, e *env, on bool, args []string) error {
