@@ -52,6 +52,18 @@ type SearchTool struct {
 	Schemas SchemaSource
 	Slash   SlashGates
 	Memory  SearchMemory
+	// Pending are the configured servers that are not up when the search
+	// runs: their tools are missing from the answer, so it names them and
+	// never says that no server can do it.
+	Pending []PendingServer
+}
+
+// A PendingServer is a configured server whose tools a search could not
+// see: still starting, or down and why.
+type PendingServer struct {
+	Name   string `json:"name"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // SearchArgs are search_tools' arguments.
@@ -143,13 +155,19 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		if args.Server != "" {
 			fmt.Fprintf(&text, " in %s", args.Server)
 		}
-		text.WriteString(": as far as the search can tell, no connected server can do this.")
+		if len(st.Pending) > 0 {
+			text.WriteString(" among the servers that are up.")
+		} else {
+			text.WriteString(": as far as the search can tell, no connected server can do this.")
+		}
 		if near := st.Index.Closest(args.Query, 3, kinds...); len(near) > 0 {
 			fmt.Fprintf(&text, " Closest names: %s.", strings.Join(near, ", "))
 		}
 		text.WriteString(" Nothing was bound; try other words.")
 	} else {
-		if res.Weak {
+		if res.Weak && len(st.Pending) > 0 {
+			fmt.Fprintf(&text, "Nothing matched %q well; the nearest tools are below.\n", args.Query)
+		} else if res.Weak {
 			fmt.Fprintf(&text, "Nothing matched %q well; the nearest tools are below. If none fits, no connected server can do this.\n", args.Query)
 		} else {
 			fmt.Fprintf(&text, "Matches for %q:\n", args.Query)
@@ -199,6 +217,10 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		}
 	}
 	structured := map[string]any{"query": args.Query, "hits": hits, "servers": servers, "bound": bound, "weak": res.Weak}
+	if len(st.Pending) > 0 {
+		text.WriteString("\n" + pendingNote(st.Pending))
+		structured["pending"] = st.Pending
+	}
 	if st.Schemas != nil && len(bound) > 0 {
 		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
 		all := map[string]json.RawMessage{}
@@ -363,3 +385,34 @@ func refuse(code, reason string) *mcp.CallToolResult {
 
 // Refusal is the result quiver returns for a call it does not run.
 func Refusal(code, reason string) *mcp.CallToolResult { return refuse(code, reason) }
+
+// pendingNote names the servers a search could not see: "2 servers are
+// still starting: github, slack; search again in a moment."
+func pendingNote(pending []PendingServer) string {
+	var starting, down []string
+	for _, p := range pending {
+		if p.State == "starting" {
+			starting = append(starting, p.Name)
+			continue
+		}
+		d := p.Name
+		if p.Reason != "" {
+			d += " (" + firstSentence(p.Reason, maxDescription) + ")"
+		}
+		down = append(down, d)
+	}
+	var parts []string
+	servers := func(n int) string {
+		if n == 1 {
+			return "1 server is"
+		}
+		return fmt.Sprintf("%d servers are", n)
+	}
+	if len(starting) > 0 {
+		parts = append(parts, fmt.Sprintf("%s still starting: %s; search again in a moment.", servers(len(starting)), strings.Join(starting, ", ")))
+	}
+	if len(down) > 0 {
+		parts = append(parts, fmt.Sprintf("%s down, so their tools are missing here: %s; tell the user if you need them (quiver doctor shows why).", servers(len(down)), strings.Join(down, ", ")))
+	}
+	return strings.Join(parts, " ")
+}

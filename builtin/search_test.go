@@ -294,3 +294,12 @@ func TestSearchQueryIsWords(t *testing.T) {
 		t.Fatalf("a %d-character query: searched %q, answered %s", 2*maxQuery, s.got.Text, text(res))
 	}
 }
+
+func TestPendingNote(t *testing.T) {
+	got := pendingNote([]PendingServer{{Name: "github", State: "starting"}, {Name: "slack", State: "starting"},
+		{Name: "jira", State: "down", Reason: "environment variable JIRA_TOKEN is not set. More words."}})
+	want := "2 servers are still starting: github, slack; search again in a moment. 1 server is down, so their tools are missing here: jira (environment variable JIRA_TOKEN is not set.); tell the user if you need them (quiver doctor shows why)."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

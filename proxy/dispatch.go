@@ -33,7 +33,8 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 	st := s.state.Load()
 	switch req.Params.Name {
 	case builtin.SearchToolsName:
-		search := builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: st.cfg, Memory: ss}
+		st = s.awaitStartup(ctx, st.cfg.Surface.SearchWait, nil)
+		search := builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: st.cfg, Memory: ss, Pending: s.notUp(st.cat)}
 		if s.cfg().Surface.Reveal != registry.RevealList {
 			search.Schemas = schemaSource{st}
 		}

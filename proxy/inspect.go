@@ -16,7 +16,7 @@ import (
 func (s *Server) Search(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
 	st := s.state.Load()
 	ss := &session{id: "cli"}
-	return builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: st.cfg}.Call(ctx, args)
+	return builtin.SearchTool{Index: searcher{s, ss, st}, Binder: binder{s, ss, st}, Slash: st.cfg, Pending: s.notUp(st.cat)}.Call(ctx, args)
 }
 
 // Surface returns the tools a new session sees first, and every tool quiver

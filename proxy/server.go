@@ -207,6 +207,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		s.mu.Unlock()
 		s.relay.unregister(cs.SessionID())
 	})
+	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.awaitTool(ctx, req) })
 	s.clock(hooks)
 	s.passThroughHooks(hooks)
 	mcpOpts := []server.ServerOption{
@@ -224,7 +225,8 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	s.mcp = server.NewMCPServer("quiver", registry.Version, append(mcpOpts, s.passThroughOptions()...)...)
 	s.syncSlashPrompts()
 	s.passThroughInstall()
-	s.install(&registry.Catalog{})
+	// The registry's first catalog: no tools yet, every server starting.
+	s.install(s.reg.Catalog())
 	return s, nil
 }
 

@@ -31,6 +31,7 @@ const (
 	DefaultTurnIdle       = 20 * time.Second
 	DefaultMaxResultBytes = 64 << 10
 	DefaultTimeout        = 60 * time.Second
+	DefaultSearchWait     = 3 * time.Second
 )
 
 // Config is a validated servers.yaml. Every value is typed and final: the
@@ -93,6 +94,9 @@ type Surface struct {
 	MaxNameLen     int           `yaml:"max_name_len"`
 	TurnIdle       time.Duration `yaml:"turn_idle"`
 	MaxResultBytes int           `yaml:"max_result_bytes"`
+	// SearchWait bounds how long search_tools, and a call of a tool whose
+	// server is still starting, wait for the servers to come up.
+	SearchWait time.Duration `yaml:"search_wait"`
 }
 
 // Activities quiver knows. review, plan and research are read-only: the
@@ -493,7 +497,7 @@ func (p *parser) fail(line int, format string, args ...any) {
 
 func (p *parser) surface(s *Surface) Surface {
 	out := Surface{Reveal: RevealAuto, BindTurns: DefaultBindTurns, MaxBound: DefaultMaxBound,
-		MaxNameLen: DefaultMaxNameLen, TurnIdle: DefaultTurnIdle, MaxResultBytes: DefaultMaxResultBytes}
+		MaxNameLen: DefaultMaxNameLen, TurnIdle: DefaultTurnIdle, MaxResultBytes: DefaultMaxResultBytes, SearchWait: DefaultSearchWait}
 	if s == nil {
 		return out
 	}
@@ -523,6 +527,12 @@ func (p *parser) surface(s *Surface) Surface {
 		p.fail(line("turn_idle"), "surface.turn_idle: must not be negative")
 	} else if s.TurnIdle > 0 {
 		out.TurnIdle = s.TurnIdle
+	}
+	switch {
+	case s.SearchWait < 0 || s.SearchWait > time.Minute:
+		p.fail(line("search_wait"), "surface.search_wait: %s is out of range; use 0s (do not wait) to 1m, like 3s", s.SearchWait)
+	case lineOf(p.root, "surface", "search_wait") > 0:
+		out.SearchWait = s.SearchWait
 	}
 	return out
 }

@@ -88,7 +88,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := mustParse(t, tc.yaml, nil)
 			want := Surface{Reveal: RevealAuto, BindTurns: DefaultBindTurns, MaxBound: DefaultMaxBound,
-				MaxNameLen: DefaultMaxNameLen, TurnIdle: DefaultTurnIdle, MaxResultBytes: DefaultMaxResultBytes}
+				MaxNameLen: DefaultMaxNameLen, TurnIdle: DefaultTurnIdle, MaxResultBytes: DefaultMaxResultBytes, SearchWait: DefaultSearchWait}
 			if !reflect.DeepEqual(cfg.Surface, want) {
 				t.Errorf("surface %+v; want %+v", cfg.Surface, want)
 			}

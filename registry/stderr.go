@@ -58,10 +58,17 @@ const (
 // " | ", once its stderr has been quiet for a moment or at most wait: the
 // child's last words often come just as its stdout closes.
 func (l *lineLogger) lastWords(wait time.Duration) string {
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline := start.Add(wait)
 	for {
 		l.mu.Lock()
-		quiet := len(l.buf) == 0 && time.Since(l.lastWrite) > 150*time.Millisecond
+		// Quiet since the last write, or since the ask when nothing came
+		// yet: the pipe may still hold what the child wrote as it died.
+		since := start
+		if l.lastWrite.After(since) {
+			since = l.lastWrite
+		}
+		quiet := len(l.buf) == 0 && time.Since(since) > 150*time.Millisecond
 		words := strings.Join(l.tail, " | ")
 		l.mu.Unlock()
 		if quiet || time.Now().After(deadline) {
