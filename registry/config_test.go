@@ -59,7 +59,7 @@ func TestShippedConfigParses(t *testing.T) {
 		t.Errorf("example server: %+v", ex)
 	}
 	want := Surface{Reveal: RevealAuto, AlwaysOn: []string{"example__current_time"}, BindTurns: 3, MaxBound: 12,
-		MaxNameLen: 64, TurnIdle: 20 * time.Second, MaxResultBytes: DefaultMaxResultBytes}
+		MaxNameLen: 64, TurnIdle: 20 * time.Second, MaxResultBytes: DefaultMaxResultBytes, SearchWait: DefaultSearchWait}
 	if !reflect.DeepEqual(cfg.Surface, want) {
 		t.Errorf("surface %+v; want %+v", cfg.Surface, want)
 	}
