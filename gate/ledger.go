@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -117,7 +118,27 @@ const (
 	Pending  ApprovalState = "pending"
 	Approved ApprovalState = "approved"
 	Denied   ApprovalState = "denied"
+	// Expired is a request whose session ended unanswered: no model can
+	// retry the call, so approving it would grant nothing anyone uses. The
+	// file keeps it as state 'pending' with resolved set (the table's
+	// CHECK predates this state); every reader sees Expired.
+	Expired ApprovalState = "expired"
 )
+
+// ExpireApprovals marks the pending requests of session as expired, when
+// the session ends, and returns how many there were.
+func (l *Ledger) ExpireApprovals(ctx context.Context, session string) (int64, error) {
+	var n int64
+	err := l.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET resolved = ? WHERE session = ? AND state = 'pending' AND resolved IS NULL`, l.stamp(), session)
+		if err != nil {
+			return fmt.Errorf("expire approvals: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
 
 // A LedgerOption adjusts OpenLedger.
 type LedgerOption func(*Ledger)
@@ -595,7 +616,9 @@ type CallEntry struct {
 
 // An AuditQuery selects calls; zero fields select everything.
 type AuditQuery struct {
-	Since   time.Time
+	Since time.Time
+	// Session is a session's ledger key (id@run) or its id alone, as the
+	// log prints it: the id matches that session in every run.
 	Session string
 	Tool    string // name or glob (* ? [..])
 	Verdict string // allow, ask or deny
@@ -613,8 +636,9 @@ func (l *Ledger) Audit(ctx context.Context, q AuditQuery) ([]CallEntry, error) {
 		args = append(args, q.Since.UnixMicro())
 	}
 	if q.Session != "" {
-		where = append(where, "session = ?")
-		args = append(args, q.Session)
+		// The ledger keeps id@run; the log and a host know only the id.
+		where = append(where, "(session = ? OR substr(session, 1, ?) = ?)")
+		args = append(args, q.Session, utf8.RuneCountInString(q.Session)+1, q.Session+"@")
 	}
 	if q.Tool != "" {
 		// SQLite's GLOB has the same * ? [..] as the policy's globs.
@@ -1012,7 +1036,7 @@ func (l *Ledger) CreateApproval(ctx context.Context, a Approval) (int64, error) 
 		// The same request again gets the one filed before while it is
 		// pending, and the user's refusal once it is denied: a declined call
 		// retried is not a new question.
-		err := tx.QueryRowContext(ctx, `SELECT id FROM approvals WHERE state IN ('pending', 'denied') AND session = ? AND tool = ? AND digest = ? AND needs = ? AND justification = ? ORDER BY id DESC LIMIT 1`,
+		err := tx.QueryRowContext(ctx, `SELECT id FROM approvals WHERE (state = 'denied' OR state = 'pending' AND resolved IS NULL) AND session = ? AND tool = ? AND digest = ? AND needs = ? AND justification = ? ORDER BY id DESC LIMIT 1`,
 			a.Session, a.Tool, a.Digest, string(needs), a.Justification).Scan(&id)
 		if err == nil {
 			return nil
@@ -1046,6 +1070,9 @@ func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
 	}
 	a.Created, a.Resolved = fromStamp(created), fromStamp(resolved)
 	a.State, a.Lifetime = ApprovalState(state), Lifetime(lifetime.String)
+	if a.State == Pending && resolved.Valid {
+		a.State = Expired
+	}
 	return a, nil
 }
 
@@ -1075,7 +1102,13 @@ func (l *Ledger) Approvals(ctx context.Context, f ApprovalFilter) ([]Approval, e
 		where = append(where, "session = ?")
 		args = append(args, f.Session)
 	}
-	if f.State != "" {
+	switch f.State {
+	case "":
+	case Pending:
+		where = append(where, "state = 'pending' AND resolved IS NULL")
+	case Expired:
+		where = append(where, "state = 'pending' AND resolved IS NOT NULL")
+	default:
 		where = append(where, "state = ?")
 		args = append(args, string(f.State))
 	}

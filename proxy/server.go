@@ -203,9 +203,13 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
 		s.mu.Lock()
+		ss := s.sessions[cs.SessionID()]
 		delete(s.sessions, cs.SessionID())
 		s.mu.Unlock()
 		s.relay.unregister(cs.SessionID())
+		if ss != nil {
+			s.expireApprovals(ss)
+		}
 	})
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.awaitTool(ctx, req) })
 	s.clock(hooks)
@@ -279,9 +283,30 @@ func (s *Server) Close() error {
 		_ = st.ix.Close()
 	}
 	if s.ledger != nil {
+		// Every session ends with this process: what they asked and
+		// nobody answered can no longer be retried.
+		for _, ss := range s.allSessions() {
+			s.expireApprovals(ss)
+		}
 		err = errors.Join(err, s.ledger.Close())
 	}
 	return err
+}
+
+// expireApprovals marks what an ended session asked and nobody answered as
+// expired, so that quiver grants --pending stops listing it and approve
+// says the session ended rather than "the model may call again".
+func (s *Server) expireApprovals(ss *session) {
+	if s.ledger == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if n, err := s.ledger.ExpireApprovals(ctx, ss.key); err != nil {
+		s.log.Warn("expiring the requests of an ended session failed", "session", ss.id, "err", err)
+	} else if n > 0 {
+		s.log.Info("requests of an ended session expired", "session", ss.id, "requests", n)
+	}
 }
 
 // MCPServer exposes the underlying mcp-go server, for in-process clients.

@@ -192,6 +192,9 @@ func resolveApproval(ctx context.Context, e *env, c *common, id int64, r gate.Re
 	case errors.Is(err, gate.ErrNotFound):
 		return fmt.Errorf("there is no request %d (quiver grants --pending lists the open ones)", id)
 	case errors.Is(err, gate.ErrResolved):
+		if a, aerr := l.Approval(ctx, id); aerr == nil && a.State == gate.Expired {
+			return fmt.Errorf("request %d expired: the session that asked ended (its host disconnected or quiver stopped), so no model can retry the call; nothing was granted. If the model asks again, answer the new request", id)
+		}
 		return fmt.Errorf("request %d was already answered: %v", id, err)
 	case err != nil:
 		return err
@@ -310,12 +313,16 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 func auditCmd() *command {
 	return &command{
 		summary: "show the calls quiver decided and how they ended",
-		usage:   "audit [--since 1h] [--session S] [--tool GLOB] [--json] [--state-dir DIR] [--config PATH]",
+		usage:   "audit [--since 1h] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Prints every recorded call: when, which session and tool, the decision (code
 and sentence), the approval, and how it ended (ok, error, cancelled, or
 outcome_unknown for a call that was running when quiver stopped — quiver
 never retries those). Arguments are recorded only as a digest.
+
+It shows the latest 1,000 calls (--limit N for another number) and says on
+stderr when older ones were left out. --session takes a session's id as
+the log prints it (session=...), or the id@run the audit shows.
 
 With --json, each call is one line whose "stages" are its evidence chain,
 named as the operator page names them: requested, decided, approved (the
@@ -325,11 +332,13 @@ answer to its card, when one was asked), started, ended.`,
 			var since time.Duration
 			var session, tool string
 			var asJSON bool
+			var limit int
 			fs := newFlags("audit")
 			stateFlags(fs, &c)
 			fs.DurationVar(&since, "since", 0, "only calls newer than this, e.g. 1h")
-			fs.StringVar(&session, "session", "", "only this session")
+			fs.StringVar(&session, "session", "", "only this session (its id, as the log prints it, or id@run)")
 			fs.StringVar(&tool, "tool", "", "only tools matching this glob")
+			fs.IntVar(&limit, "limit", 1000, "show at most this many calls, the latest")
 			fs.BoolVar(&asJSON, "json", false, "JSON lines")
 			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
@@ -339,13 +348,21 @@ answer to its card, when one was asked), started, ended.`,
 				return err
 			}
 			defer l.Close()
-			q := gate.AuditQuery{Session: session, Tool: tool}
+			if limit < 1 {
+				return fmt.Errorf("%w: --limit %d: give 1 or more", errUsage, limit)
+			}
+			// One more than shown, to know whether older calls were left out.
+			q := gate.AuditQuery{Session: session, Tool: tool, Limit: limit + 1}
 			if since > 0 {
 				q.Since = time.Now().Add(-since)
 			}
 			calls, err := l.Audit(ctx, q)
 			if err != nil {
 				return err
+			}
+			if len(calls) > limit {
+				calls = calls[1:]
+				fmt.Fprintf(e.stderr, "quiver audit: showing the latest %d calls; older ones match too (use --limit N or --since D)\n", limit)
 			}
 			red := redactor(e, &c)
 			for i := range calls {

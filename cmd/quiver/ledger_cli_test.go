@@ -238,3 +238,61 @@ func TestApproveFromATerminalShowsTheCard(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditSaysWhatItLeftOut is issue 17's point 6: audit no longer cuts
+// silently at 1,000 rows, and --session takes the id the log prints.
+func TestAuditSaysWhatItLeftOut(t *testing.T) {
+	lc := newLedgerCLI(t)
+	l := lc.ledger()
+	for i, sess := range []string{"abc-123@run1", "abc-123@run2", "other@run1", "abc-1234@run1"} {
+		if _, err := l.RecordDecision(context.Background(), sess, "fs__read_file", json.RawMessage(`{}`),
+			gate.Decision{Verdict: gate.Allow, Code: "allow.policy", Reason: "call " + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string { return lc.vars[k] }}
+	if code := run(context.Background(), e, []string{"audit", "--limit", "2", "--state-dir", lc.state}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, &errOut)
+	}
+	if n := strings.Count(out.String(), "fs__read_file"); n != 2 || !strings.Contains(out.String(), "abc-1234@run1") {
+		t.Errorf("--limit 2 must show the latest 2 calls:\n%s", &out)
+	}
+	if !strings.Contains(errOut.String(), "showing the latest 2 calls; older ones match too") {
+		t.Errorf("audit must say it left calls out; stderr:\n%s", &errOut)
+	}
+	got := lc.run("audit", "--session", "abc-123")
+	if strings.Count(got, "fs__read_file") != 2 || strings.Contains(got, "other@") || strings.Contains(got, "abc-1234") {
+		t.Errorf("--session abc-123 must match that id in every run, and nothing else:\n%s", got)
+	}
+	if got := lc.run("audit", "--session", "abc-123@run2"); strings.Count(got, "fs__read_file") != 1 {
+		t.Errorf("--session with the run must match one call:\n%s", got)
+	}
+}
+
+// TestRequestsOfAnEndedSessionExpire is issue 17's point 6: a request
+// nobody answered before its session ended is no longer pending, and
+// approving it says the session ended instead of "the model may call
+// again".
+func TestRequestsOfAnEndedSessionExpire(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	h := startQuiver(t, notesConfig, hostOptions{args: []string{"--state-dir", state}})
+	h.waitTools("example__notes_delete")
+	res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "old")})
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	if n == nil {
+		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
+	}
+	if err := h.c.Close(); err != nil { // the host goes: quiver's stdin ends and it exits
+		t.Logf("close: %v", err)
+	}
+	out, err := exec.Command(quiverBin, "grants", "--pending", "--state-dir", state).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "example__notes_delete") {
+		t.Errorf("grants --pending must not list a request of an ended session: %v\n%s", err, out)
+	}
+	out, err = exec.Command(quiverBin, "approve", n[1], "--state-dir", state).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "expired: the session that asked ended") || strings.Contains(string(out), "may call again") {
+		t.Errorf("approve of an ended session's request: %v\n%s", err, out)
+	}
+}
