@@ -340,7 +340,18 @@ func (s *Server) HTTPHandler() http.Handler {
 		// sessions in a loop must not take it all (red team: 20,000
 		// sessions in 16 s, 327 MB).
 		sid := r.Header.Get("Mcp-Session-Id")
-		if r.Method == http.MethodGet && sid != "" {
+		if r.Method == http.MethodGet && sid == "" {
+			// A stream belongs to a session: without one mcp-go opened a
+			// stream that nothing would ever write to and that never ended.
+			// 405 is how the transport says "no stream here"; clients then
+			// go on with POST alone.
+			w.Header().Set("Allow", "POST, DELETE")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"GET /mcp opens a session's event stream: initialize with POST first and send its Mcp-Session-Id header"}}`)
+			return
+		}
+		if r.Method == http.MethodGet {
 			// A session's event streams cost memory and a file each: a few
 			// are plenty (red team: 4,000 on one session).
 			if !s.streams.open(sid) {

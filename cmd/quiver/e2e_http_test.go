@@ -478,3 +478,23 @@ fence:
   allowed_dirs: [%q]
 `, dir)
 }
+
+// TestHTTPGetWithoutSessionIsRefused is issue 17's point 6: GET /mcp
+// without a session used to open an event stream that never ended; it is
+// 405 with a sentence, at once, and a real client still works.
+func TestHTTPGetWithoutSessionIsRefused(t *testing.T) {
+	q := startHTTPQuiver(t, "127.0.0.1", exampleConfig("auto", ""), nil, nil)
+	req, _ := http.NewRequest(http.MethodGet, q.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatalf("GET /mcp without a session did not answer within 5s: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(string(body), "initialize with POST first") {
+		t.Errorf("GET /mcp without a session: %d %s; want 405 saying to initialize first", resp.StatusCode, body)
+	}
+	q.works(t, nil)
+}

@@ -100,7 +100,14 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-	} else if base, err = os.ReadFile(path); err != nil {
+	} else if base, err = os.ReadFile(path); errors.Is(err, os.ErrNotExist) {
+		// The help promises a new file: start it with the imported servers
+		// alone (no example server), in a folder made if need be.
+		base = []byte("servers:\n")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+	} else if err != nil {
 		return err
 	}
 	out, err := mergeServers(base, imp)
@@ -112,7 +119,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "added %s to %s\n", strings.Join(imp.names, ", "), path)
 	if len(imp.vars) > 0 {
-		fmt.Fprintf(e.stdout, "set these before quiver starts (it refuses a config with an unset variable): %s\n", strings.Join(imp.vars, " "))
+		fmt.Fprintf(e.stdout, "set these where quiver starts (a host's \"env\" block, or quiver's environment); until then the servers that use them are down: %s\n", strings.Join(imp.vars, " "))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,5 +275,30 @@ func TestImportReadsTheHostsFile(t *testing.T) {
 	// A path is read as a path, and its error names it.
 	if _, _, err := readHost(filepath.Join(home, "missing.json"), "linux", getenv); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing path: %v", err)
+	}
+}
+
+// TestImportWriteCreatesTheNamedFile is issue 17's point 6: import
+// --write --config new.yaml creates the file, as the help says, with the
+// imported servers alone, and it parses.
+func TestImportWriteCreatesTheNamedFile(t *testing.T) {
+	dir := t.TempDir()
+	host := filepath.Join(dir, "claude_desktop_config.json")
+	os.WriteFile(host, []byte(`{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`), 0o600)
+	target := filepath.Join(dir, "cfg", "new.yaml")
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+	if code := run(context.Background(), e, []string{"import", "--from", host, "--write", "--config", target}); code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, &out, &errOut)
+	}
+	cfg, err := registry.LoadConfig(target)
+	if err != nil {
+		t.Fatalf("the new file does not load: %v", err)
+	}
+	if len(cfg.Servers) != 1 || cfg.Servers[0].Name != "memory" {
+		t.Errorf("servers %+v; want memory alone", cfg.Servers)
+	}
+	if !strings.Contains(out.String(), "added memory to "+target) {
+		t.Errorf("output: %s", &out)
 	}
 }
