@@ -155,6 +155,9 @@ type Call struct {
 	// Visible is true when the session may call the tool now: always-on,
 	// forced by a slash command, or bound by one of its searches.
 	Visible bool
+	// Lapsed, for a tool not visible, says why a binding the session had
+	// for it ended ("its binding from turn 2 expired after 3 turns").
+	Lapsed string
 	// Args are the arguments exactly as received (nil when absent).
 	Args json.RawMessage
 	// Pins are argument values fixed by the activity or slash command;
@@ -970,6 +973,8 @@ func resolve(c Call) (Decision, bool) {
 		// Before visibility: searching can never bind a slash-gated tool,
 		// so "search first" would send the model in a circle.
 		return deny(CodeSlashGated, fmt.Sprintf("The tool %q runs only through its slash command; ask the user to run that command.", c.Name)), true
+	case !c.Visible && c.Lapsed != "":
+		return deny(CodeNotBound, fmt.Sprintf("The tool %q is no longer bound: %s. Search for it again with search_tools (its name as the query will do), then call it.", c.Name, c.Lapsed)), true
 	case !c.Visible:
 		return deny(CodeNotBound, fmt.Sprintf("The tool %q is not available yet: search for it first with search_tools, then call it.", c.Name)), true
 	}

@@ -83,6 +83,9 @@ func (s *Server) dispatch(ctx context.Context, ss *session, name string, args js
 			call.Changed = t.Held.Diff.Summary()
 		}
 		call.Visible = s.visible(ss, st, name)
+		if !call.Visible {
+			call.Lapsed = ss.lapsedWhy(name, st.cfg.Surface.BindTurns)
+		}
 		if sl := ss.activeSlash(); sl != nil {
 			call.Activity, call.ReadOnlyActivity = sl.Activity, sl.ReadOnly
 			call.Forced = slices.Contains(sl.Tools, name)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -37,7 +38,10 @@ type session struct {
 	// session id: nothing it binds, grants or is granted outlives it.
 	ephemeral bool
 	found     []binding // in the order first found: a discovery only appends
-	seq       uint64    // the last binding.seq given
+	// lapsed says, per tool, why a binding it had ended (expired, pushed
+	// out); a new binding clears it.
+	lapsed map[string]string
+	seq    uint64 // the last binding.seq given
 	// slash is the slash command the user ran, and the turn it started;
 	// it is in effect for that turn only.
 	slash     *registry.Slash
@@ -113,8 +117,15 @@ func (ss *session) touch(now time.Time) {
 func (ss *session) bind(names []string, max, turns int, evict bool) []string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.found = slices.DeleteFunc(ss.found, func(b binding) bool { return ss.turn >= b.turn+turns })
+	ss.found = slices.DeleteFunc(ss.found, func(b binding) bool {
+		if ss.turn >= b.turn+turns {
+			ss.lapse(b.name, fmt.Sprintf("its binding from turn %d expired after %d turns", b.turn, turns))
+			return true
+		}
+		return false
+	})
 	for _, n := range names {
+		delete(ss.lapsed, n)
 		if i := slices.IndexFunc(ss.found, func(b binding) bool { return b.name == n }); i >= 0 {
 			ss.found[i].turn = ss.turn
 			continue
@@ -137,6 +148,7 @@ func (ss *session) bind(names []string, max, turns int, evict bool) []string {
 				oldest = i
 			}
 		}
+		ss.lapse(ss.found[oldest].name, fmt.Sprintf("newer search results took its place (at most %d tools stay bound)", max))
 		ss.found = slices.Delete(ss.found, oldest, oldest+1)
 	}
 	out := make([]string, 0, len(names))
@@ -170,6 +182,32 @@ func (ss *session) currentTurn() int {
 
 func (ss *session) isBound(name string, turns int) bool {
 	return slices.Contains(ss.bound(turns), name)
+}
+
+// lapse remembers why a binding ended, for the refusal of a later call
+// (a model told "not available yet" of a tool it used a turn ago is
+// misled). ss.mu is held.
+func (ss *session) lapse(name, why string) {
+	if ss.lapsed == nil {
+		ss.lapsed = map[string]string{}
+	}
+	ss.lapsed[name] = why
+}
+
+// lapsedWhy says why name, once bound in this session, is bound no more;
+// "" when it never was, or is bound now.
+func (ss *session) lapsedWhy(name string, turns int) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, b := range ss.found {
+		if b.name == name {
+			if ss.turn >= b.turn+turns {
+				return fmt.Sprintf("its binding from turn %d expired after %d turns", b.turn, turns)
+			}
+			return ""
+		}
+	}
+	return ss.lapsed[name]
 }
 
 // startSlash puts a slash command in effect for the current turn.

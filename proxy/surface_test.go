@@ -462,3 +462,34 @@ func TestClosestNamesLeaveWithheldOut(t *testing.T) {
 		t.Fatalf("closest names %q; want three, none withheld in this turn", names)
 	}
 }
+
+// TestExpiredBindingSaysItExpired is issue 17's point 6: a tool whose
+// binding lapsed is refused as expired, with how to search again, not as
+// "not available yet"; a tool never found still gets "search first".
+func TestExpiredBindingSaysItExpired(t *testing.T) {
+	r := newRig(t, rigConfig, rigTools()...)
+	c := r.connect("a")
+	c.turn = 1
+	first := c.call("ex__calendar_events", map[string]any{})
+	wantCode(t, first, "deny.not_bound")
+	if !strings.Contains(first.text(), "not available yet") {
+		t.Errorf("never found: %s", first.text())
+	}
+	c.search("calendar events of a day")
+	c.turn = 4
+	res := c.call("ex__calendar_events", map[string]any{})
+	wantCode(t, res, "deny.not_bound")
+	for _, want := range []string{"no longer bound", "its binding from turn 1 expired after 3 turns", "Search for it again with search_tools"} {
+		if !strings.Contains(res.text(), want) {
+			t.Errorf("expired binding: %q lacks %q", res.text(), want)
+		}
+	}
+	if strings.Contains(res.text(), "yet") {
+		t.Errorf("expired binding called not available yet: %s", res.text())
+	}
+	c.search("take a note") // another search drops the lapsed binding; the reason stays
+	res = c.call("ex__calendar_events", map[string]any{})
+	if !strings.Contains(res.text(), "expired after 3 turns") {
+		t.Errorf("after another search: %s", res.text())
+	}
+}
