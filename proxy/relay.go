@@ -261,12 +261,24 @@ func (r *relay) clientOptions(srv string) []client.ClientOption {
 }
 
 func (p peer) fail(method string, err error) error {
-	level := slog.LevelWarn
-	if errors.Is(err, errNoCapability) {
-		level = slog.LevelInfo // the host said it cannot; nothing is wrong
-	}
-	p.r.s.log.Log(context.Background(), level, "downstream request not relayed", "server", p.server, "method", method, "err", err)
+	p.r.s.log.Log(context.Background(), notRelayedLevel(method, err), "downstream request not relayed", "server", p.server, "method", method, "err", err)
 	return fmt.Errorf("quiver: %s: %w", method, err)
+}
+
+// notRelayedLevel is how loudly a request quiver could not relay is
+// logged. A server asking for roots before any host call is in flight
+// (server-filesystem does at every start), or of a host without roots,
+// is normal use and logs at DEBUG: the server keeps the folders it was
+// given. A host without sampling or elicitation is INFO; anything else
+// (a relay that broke) WARN.
+func notRelayedLevel(method string, err error) slog.Level {
+	switch {
+	case method == "roots/list" && (errors.Is(err, errNoSession) || errors.Is(err, errNoCapability)):
+		return slog.LevelDebug
+	case errors.Is(err, errNoCapability):
+		return slog.LevelInfo // the host said it cannot; nothing is wrong
+	}
+	return slog.LevelWarn
 }
 
 func (p peer) done(method string, err error) error {

@@ -12,8 +12,10 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -629,7 +631,14 @@ func skillEntries(lib *skills.Library) []index.Entry {
 type slogWriter struct{ log *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.log.Warn(fmt.Sprintf("mcp: %s", trimNL(p)))
+	msg := trimNL(p)
+	if strings.HasPrefix(msg, "Error writing response") && (strings.Contains(msg, os.ErrClosed.Error()) || strings.Contains(msg, "broken pipe")) {
+		// The host closed its end while answers were still on their way:
+		// how every stdio session ends, not a fault.
+		w.log.Debug("mcp: a response was not written: the host has closed stdout", "err", msg)
+		return len(p), nil
+	}
+	w.log.Warn("mcp: " + msg)
 	return len(p), nil
 }
 

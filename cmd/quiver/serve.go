@@ -214,6 +214,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 
 	if front == nil {
+		if isTerminal(e.stdin) {
+			// A person who ran serve by hand would otherwise see nothing
+			// at all and wonder whether it hangs.
+			fmt.Fprintln(e.stderr, "quiver serve: waiting for an MCP host on stdin (a host such as Claude Desktop runs this command itself).\n"+
+				"  To try quiver by hand: quiver doctor, quiver search \"take a note\", or quiver serve --http 127.0.0.1:8080. Ctrl-D ends.")
+		}
 		err := p.ServeStdio(ctx, e.stdin, e.stdout)
 		if errors.Is(err, context.Canceled) {
 			return nil
@@ -430,3 +436,4 @@ func parseByteSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
+
