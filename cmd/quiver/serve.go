@@ -436,4 +436,3 @@ func parseByteSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
-
