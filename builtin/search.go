@@ -145,7 +145,11 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if len(bindable) > 0 {
 		bound = st.Binder.Bind(bindable, res.Weak)
 	}
-	st.remember(key, bound)
+	if !slices.ContainsFunc(st.Pending, func(p PendingServer) bool { return p.State == "starting" }) {
+		// The answer says "search again in a moment" while servers start:
+		// the loop guard must not refuse that very search.
+		st.remember(key, bound)
+	}
 
 	var text strings.Builder
 	hits := make([]map[string]any, 0, len(res.Hits))

@@ -44,7 +44,9 @@ func TestSearchNamesServersNotUp(t *testing.T) {
 		"surface:\n", "surface:\n  search_wait: 500ms\n", 1)
 	h := startQuiver(t, cfg, hostOptions{})
 	h.waitTools("example__current_time")
-	for _, q := range []string{"take a note", "launch the rocket to mars"} {
+	// The same search twice: "search again in a moment" must not meet the
+	// loop guard's "you already searched for this".
+	for _, q := range []string{"take a note", "launch the rocket to mars", "launch the rocket to mars"} {
 		start := time.Now()
 		res := h.search(q)
 		txt := textOf(res)
