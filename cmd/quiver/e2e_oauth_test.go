@@ -221,10 +221,13 @@ func TestOAuthLoginEndToEnd(t *testing.T) {
 	if code != exitFailure || !strings.Contains(out, "login needed: run quiver login remote") {
 		t.Fatalf("doctor before login: exit %d, want 1 with login needed\n%s", code, out)
 	}
-	if code, out := quiverIn(t, dir, "tools", "list", "--config", cfg, "--state-dir", state, "--wait", "10s"); !strings.Contains(out, "login needed: run quiver login remote") {
+	if code, out := quiverIn(t, dir, "tools", "list", "--config", cfg, "--state-dir", state, "--wait", "10s"); !strings.Contains(out, "server remote is down: login needed: run quiver login remote") {
 		t.Fatalf("tools list before login: exit %d, want login needed said\n%s", code, out)
 	}
 	h := startQuiver(t, text, hostOptions{args: []string{"--config", cfg, "--state-dir", state}})
+	if got := textOf(h.search("who am I logged in as")); !strings.Contains(got, "login needed: run quiver login remote") {
+		t.Fatalf("search before login must say the server needs a login:\n%s", got)
+	}
 
 	// quiver login, with the test as the browser.
 	login := exec.Command(quiverBin, "login", "remote", "--no-browser", "--config", cfg, "--state-dir", state, "--timeout", "30s")
