@@ -157,12 +157,14 @@ func (l *Ledger) endJournaled(h int64, o Outcome, detail string, now int64) {
 	}
 	c := v.(*journaledCall)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ended {
-		return
+	already, inserted := c.ended, c.inserted
+	if !already {
+		c.ended, c.outcome, c.detail, c.endedAt = true, o, detail, now
 	}
-	c.ended, c.outcome, c.detail, c.endedAt = true, o, detail, now
-	if !c.inserted {
+	// Not held while queueing: a full queue waits for the flusher, which
+	// may need c for this very call's insert.
+	c.mu.Unlock()
+	if already || !inserted {
 		return
 	}
 	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
