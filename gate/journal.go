@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The start journal is how an allowed call's start is made durable before
@@ -38,7 +40,12 @@ type journal struct {
 	size      int64
 	appended  int64 // the last sequence number written
 	committed int64 // every start up to this one is in the ledger
-	seen      int64 // the highest start the flusher has inserted
+	// Starts reach the flusher in the order their calls queue them, not
+	// the order they were appended: done holds the starts past committed
+	// whose rows are committed, pending those inserted in the flusher's
+	// transaction, which may yet roll back.
+	done    map[int64]struct{}
+	pending []int64
 
 	calls  sync.Map // handle -> *journaledCall, until its end is committed
 	forgot []int64  // handles whose end is written, to drop at commit
@@ -58,7 +65,8 @@ type journaledCall struct {
 }
 
 // journalEntry is one line of the journal: a call's row as RecordStarted
-// would have inserted it.
+// would have inserted it. Seq, stored in the row too, is what read-back
+// knows a start by: two starts may share their time, tool and session.
 type journalEntry struct {
 	Seq     int64  `json:"seq"`
 	Time    int64  `json:"time"`
@@ -87,11 +95,21 @@ func openJournal(ledgerPath string, run int64) (*journal, error) {
 		return nil, fmt.Errorf("start journal: %w", err)
 	}
 	p := journalPath(dir, run)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// Not this run's: a ledger.db made anew restarts its run ids, and
+		// the older run's journal may hold starts that are nowhere else
+		// (its quiver may even be running still). It is kept, renamed.
+		aside := fmt.Sprintf("%s.older-%d", p, time.Now().UnixNano())
+		if err = os.Rename(p, aside); err == nil {
+			slog.Warn("start journal: a journal for this run id was there already (was the ledger made anew?); kept it", "run", run, "kept", aside)
+			f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL, 0o600)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start journal: %w", err)
 	}
-	return &journal{path: p, f: f}, nil
+	return &journal{path: p, f: f, done: map[int64]struct{}{}}, nil
 }
 
 // handle is the id RecordStarted returns for sequence number seq of run.
@@ -130,10 +148,10 @@ func (l *Ledger) journaled(e journalEntry) (int64, error) {
 		var res sql.Result
 		var err error
 		if c.ended {
-			res, err = tx.StmtContext(ctx, l.insEnded).ExecContext(ctx, l.run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time,
+			res, err = tx.StmtContext(ctx, l.insEnded).ExecContext(ctx, l.run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time, seq,
 				string(c.outcome), c.detail, c.endedAt, c.endedAt-e.Time)
 		} else {
-			res, err = tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time)
+			res, err = tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time, seq)
 		}
 		if c.id, err = insertedID("record start", res, err); err != nil {
 			return err
@@ -179,10 +197,11 @@ func (l *Ledger) endJournaled(h int64, o Outcome, detail string, now int64) {
 	})
 }
 
-// inserted notes, in the flusher's transaction, that start seq is in.
+// inserted notes, in the flusher's transaction, that start seq is in;
+// it counts once that transaction commits.
 func (j *journal) inserted(seq int64) {
 	j.mu.Lock()
-	j.seen = max(j.seen, seq)
+	j.pending = append(j.pending, seq)
 	j.mu.Unlock()
 }
 
@@ -194,17 +213,32 @@ func (j *journal) forget(h int64) {
 	j.mu.Unlock()
 }
 
-// commit notes that the flusher's last transaction committed, and empties
-// a large journal whose every start is now in the ledger: with O_APPEND
-// the next line goes to the start of the emptied file.
-func (j *journal) commit() {
+// commit notes how the flusher's last transaction went. When it
+// committed, its starts and ends count; when it rolled back, they do not
+// (the flusher retries them). A large journal whose every start is now in
+// the ledger is emptied: with O_APPEND the next line goes to the start of
+// the emptied file.
+func (j *journal) commit(ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, h := range j.forgot {
-		j.calls.Delete(h)
+	if ok {
+		for _, h := range j.forgot {
+			j.calls.Delete(h)
+		}
+		for _, seq := range j.pending {
+			if seq > j.committed {
+				j.done[seq] = struct{}{}
+			}
+		}
+		for {
+			if _, in := j.done[j.committed+1]; !in {
+				break
+			}
+			delete(j.done, j.committed+1)
+			j.committed++
+		}
 	}
-	j.forgot = j.forgot[:0]
-	j.committed = j.seen
+	j.forgot, j.pending = j.forgot[:0], j.pending[:0]
 	if j.size >= journalCompactAt && j.committed == j.appended {
 		if j.f.Truncate(0) == nil {
 			j.size = 0
@@ -227,8 +261,10 @@ func (j *journal) close() error {
 // recoverJournals inserts the starts that the journals of dead runs hold
 // and the ledger lacks, as open calls of their run, for recoverLocked to
 // close as outcome_unknown, and returns the journals it read, to be
-// removed once tx commits. A journal of a live run, or of a run of
-// another host, is left alone.
+// removed once tx commits. A journal of a live run, of a run of another
+// host, or of a run the ledger never registered (planted, or left by a
+// ledger.db that was removed), is left alone: its name alone is no proof
+// that the starts in it were this ledger's.
 func (l *Ledger) recoverJournals(ctx context.Context, tx *sql.Tx, dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -243,14 +279,17 @@ func (l *Ledger) recoverJournals(ctx context.Context, tx *sql.Tx, dir string) ([
 		if err != nil || run == l.run || !strings.HasSuffix(ent.Name(), ".jsonl") {
 			continue
 		}
-		var pid, ended sql.NullInt64
+		var pid, pidStart, ended sql.NullInt64
 		var host sql.NullString
-		err = tx.QueryRowContext(ctx, `SELECT pid, host, ended FROM runs WHERE id = ?`, run).Scan(&pid, &host, &ended)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		err = tx.QueryRowContext(ctx, `SELECT pid, pid_start, host, ended FROM runs WHERE id = ?`, run).Scan(&pid, &pidStart, &host, &ended)
+		if errors.Is(err, sql.ErrNoRows) {
+			l.log.Warn("start journal of a run this ledger never registered: left alone", "file", filepath.Join(dir, ent.Name()))
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("start journal of run %d: %w", run, err)
 		}
-		alive := err == nil && !ended.Valid && (host.String != l.host || l.alive(int(pid.Int64)))
-		if alive {
+		if !ended.Valid && (host.String != l.host || l.alive(int(pid.Int64), pidStart.Int64)) {
 			continue
 		}
 		p := filepath.Join(dir, ent.Name())
@@ -263,15 +302,16 @@ func (l *Ledger) recoverJournals(ctx context.Context, tx *sql.Tx, dir string) ([
 }
 
 // ingestJournal inserts the starts of run's journal at p that the ledger
-// lacks. A start is in the ledger when its run has a call of the same
-// tool and session that started at the same microsecond.
+// lacks: those whose sequence number no row of run has. A row written
+// before rows had one is matched by its start time, tool and session,
+// each row to one start.
 func (l *Ledger) ingestJournal(ctx context.Context, tx *sql.Tx, run int64, p string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	rows, err := tx.QueryContext(ctx, `SELECT started, tool, session FROM calls WHERE run = ? AND started IS NOT NULL`, run)
+	rows, err := tx.QueryContext(ctx, `SELECT seq, started, tool, session FROM calls WHERE run = ? AND started IS NOT NULL`, run)
 	if err != nil {
 		return err
 	}
@@ -279,14 +319,20 @@ func (l *Ledger) ingestJournal(ctx context.Context, tx *sql.Tx, run int64, p str
 		started       int64
 		tool, session string
 	}
-	have := map[key]bool{}
+	have := map[int64]bool{}
+	older := map[key]int{}
 	for rows.Next() {
+		var seq sql.NullInt64
 		var k key
-		if err := rows.Scan(&k.started, &k.tool, &k.session); err != nil {
+		if err := rows.Scan(&seq, &k.started, &k.tool, &k.session); err != nil {
 			rows.Close()
 			return err
 		}
-		have[k] = true
+		if seq.Valid {
+			have[seq.Int64] = true
+		} else {
+			older[k]++
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -299,10 +345,14 @@ func (l *Ledger) ingestJournal(ctx context.Context, tx *sql.Tx, run int64, p str
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue // the torn last line of a crash: it was never forwarded
 		}
-		if have[key{e.Time, e.Tool, e.Session}] {
+		if have[e.Seq] {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, sqlInsertCall, run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time); err != nil {
+		if k := (key{e.Time, e.Tool, e.Session}); older[k] > 0 {
+			older[k]--
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, sqlInsertCall, run, e.Time, e.Session, e.Tool, e.Digest, e.Verdict, e.Code, e.Reason, e.Time, e.Seq); err != nil {
 			return err
 		}
 	}

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -35,7 +35,8 @@ type Ledger struct {
 	db        *sql.DB
 	now       func() time.Time
 	permitTTL time.Duration
-	alive     func(pid int) bool
+	alive     func(pid int, start int64) bool
+	log       *slog.Logger
 	host      string
 	run       int64
 	recovered int
@@ -50,6 +51,7 @@ type Ledger struct {
 	// batches, so a call's path pays for no transaction at all.
 	later     chan func(context.Context, *sql.Tx) error
 	flushed   chan struct{}
+	settled   []chan struct{} // the flusher's: settle calls to tell after this transaction
 	closeOnce sync.Once
 	closed    atomic.Bool
 
@@ -63,8 +65,8 @@ type Ledger struct {
 }
 
 const (
-	sqlInsertCall  = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started) VALUES (?,?,?,?,?,?,?,?,?)`
-	sqlInsertEnded = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started, outcome, detail, ended, duration_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertCall  = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started, seq) VALUES (?,?,?,?,?,?,?,?,?,?)`
+	sqlInsertEnded = `INSERT INTO calls (run, time, session, tool, digest, verdict, code, reason, started, seq, outcome, detail, ended, duration_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 	sqlUpdateEnd   = `UPDATE calls SET outcome = ?, detail = ?, ended = ?, duration_us = CASE WHEN started IS NULL THEN NULL ELSE ? - started END WHERE id = ? AND outcome IS NULL`
 )
 
@@ -150,12 +152,15 @@ func WithClock(now func() time.Time) LedgerOption { return func(l *Ledger) { l.n
 func WithPermitTTL(d time.Duration) LedgerOption { return func(l *Ledger) { l.permitTTL = d } }
 
 // withAlive replaces the process-liveness check (tests simulate crashes).
-func withAlive(f func(pid int) bool) LedgerOption { return func(l *Ledger) { l.alive = f } }
+func withAlive(f func(pid int) bool) LedgerOption {
+	return func(l *Ledger) { l.alive = func(pid int, _ int64) bool { return f(pid) } }
+}
 
 const ledgerSchema = `
 CREATE TABLE IF NOT EXISTS runs (
 	id      INTEGER PRIMARY KEY,
 	pid     INTEGER NOT NULL,
+	pid_start INTEGER,
 	host    TEXT    NOT NULL,
 	started INTEGER NOT NULL,
 	ended   INTEGER
@@ -175,7 +180,8 @@ CREATE TABLE IF NOT EXISTS calls (
 	outcome  TEXT,
 	detail   TEXT,
 	ended    INTEGER,
-	duration_us INTEGER
+	duration_us INTEGER,
+	seq      INTEGER
 );
 CREATE INDEX IF NOT EXISTS calls_time ON calls(time);
 CREATE INDEX IF NOT EXISTS calls_open ON calls(run) WHERE started IS NOT NULL AND outcome IS NULL;
@@ -228,7 +234,7 @@ CREATE INDEX IF NOT EXISTS permits_key ON permits(session, tool, digest) WHERE u
 // under a quiver process that has since died or closed without recording
 // an end; Recovered says how many.
 func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger, error) {
-	l := &Ledger{now: time.Now, permitTTL: PermitTTL, alive: processAlive}
+	l := &Ledger{now: time.Now, permitTTL: PermitTTL, alive: processAlive, log: slog.Default()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -312,13 +318,21 @@ func (l *Ledger) flushLoop() {
 			}
 			return nil
 		})
+		l.journal.commit(err == nil)
 		if err != nil {
 			// One bad row must not lose the others: retry them one by one.
 			for _, g := range batch {
-				_ = l.write(ctx, func(tx *sql.Tx) error { return g(ctx, tx) })
+				err := l.write(ctx, func(tx *sql.Tx) error { return g(ctx, tx) })
+				l.journal.commit(err == nil)
 			}
 		}
-		l.journal.commit()
+		for _, done := range l.settled {
+			select {
+			case done <- struct{}{}:
+			default:
+			}
+		}
+		l.settled = l.settled[:0]
 	}
 }
 
@@ -342,10 +356,9 @@ func (l *Ledger) settle(ctx context.Context) {
 	}
 	done := make(chan struct{}, 1)
 	l.deferWrite(func(context.Context, *sql.Tx) error {
-		select {
-		case done <- struct{}{}:
-		default:
-		}
+		// Told once the transaction is over, not inside it: a reader
+		// sees only what is committed.
+		l.settled = append(l.settled, done)
 		return nil
 	})
 	select {
@@ -359,7 +372,11 @@ func (l *Ledger) init(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, ledgerSchema+pinSchema); err != nil {
 			return fmt.Errorf("create tables: %w", err)
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs (pid, host, started) VALUES (?, ?, ?)`, os.Getpid(), l.host, l.stamp())
+		if err := migrate(ctx, tx); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO runs (pid, pid_start, host, started) VALUES (?, ?, ?, ?)`,
+			os.Getpid(), nullID(processStart(os.Getpid())), l.host, l.stamp())
 		if l.run, err = insertedID("register run", res, err); err != nil {
 			return err
 		}
@@ -371,12 +388,29 @@ func (l *Ledger) init(ctx context.Context) error {
 	})
 }
 
+// migrate adds the columns a ledger made by an older quiver lacks: a
+// call's journal sequence number (how read-back knows a start, journal.go)
+// and a run's process start time (how a reused pid is told apart).
+func migrate(ctx context.Context, tx *sql.Tx) error {
+	for _, c := range []struct{ table, column string }{{"calls", "seq"}, {"runs", "pid_start"}} {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&n)
+		if err == nil && n == 0 {
+			_, err = tx.ExecContext(ctx, `ALTER TABLE `+c.table+` ADD COLUMN `+c.column+` INTEGER`)
+		}
+		if err != nil {
+			return fmt.Errorf("add %s.%s: %w", c.table, c.column, err)
+		}
+	}
+	return nil
+}
+
 // recoverLocked closes the open calls of dead runs. A run is dead when it
 // closed, or its process is gone from this host. Runs of other hosts are
 // left alone: SQLite over a network share is unsupported anyway.
 func (l *Ledger) recoverLocked(ctx context.Context, tx *sql.Tx) (int, error) {
 	rows, err := tx.QueryContext(ctx, `
-		SELECT DISTINCT c.run, r.pid, r.host, r.ended
+		SELECT DISTINCT c.run, r.pid, r.pid_start, r.host, r.ended
 		FROM calls c LEFT JOIN runs r ON r.id = c.run
 		WHERE c.started IS NOT NULL AND c.outcome IS NULL AND (c.run IS NULL OR c.run <> ?)`, l.run)
 	if err != nil {
@@ -384,16 +418,16 @@ func (l *Ledger) recoverLocked(ctx context.Context, tx *sql.Tx) (int, error) {
 	}
 	var dead []sql.NullInt64
 	for rows.Next() {
-		var run, pid, ended sql.NullInt64
+		var run, pid, pidStart, ended sql.NullInt64
 		var host sql.NullString
-		if err := rows.Scan(&run, &pid, &host, &ended); err != nil {
+		if err := rows.Scan(&run, &pid, &pidStart, &host, &ended); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("find unfinished calls: %w", err)
 		}
 		switch {
 		case !pid.Valid, ended.Valid:
 			dead = append(dead, run)
-		case host.String == l.host && !l.alive(int(pid.Int64)):
+		case host.String == l.host && !l.alive(int(pid.Int64), pidStart.Int64):
 			dead = append(dead, run)
 		}
 	}
@@ -437,21 +471,6 @@ func (l *Ledger) Close() error {
 		return fmt.Errorf("close ledger: %w", err)
 	}
 	return nil
-}
-
-func processAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH):
-		return false
-	}
-	return true // EPERM and the like: the process exists
 }
 
 // Times are stored as Unix microseconds: sortable, exact, compact.
@@ -527,7 +546,7 @@ func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, arg
 		start = now
 	}
 	l.wmu.Lock()
-	res, err := l.insCall.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, start)
+	res, err := l.insCall.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, start, nil)
 	l.wmu.Unlock()
 	return insertedID(what, res, err)
 }
@@ -537,7 +556,7 @@ func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, arg
 func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Decision) {
 	now, digest := l.stamp(), callDigest(args, d)
 	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, d.Verdict.String(), d.Code, d.Reason, nil)
+		_, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, d.Verdict.String(), d.Code, d.Reason, nil, nil)
 		return err
 	})
 }

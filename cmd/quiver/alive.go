@@ -1,26 +1,7 @@
 package main
 
-import (
-	"errors"
-	"os"
-	"syscall"
-)
+import "github.com/quiver-mcp/quiver/gate"
 
-// processAlive reports whether a process with this pid exists, on every
-// OS: on unix signal 0 probes it (EPERM: it exists, someone else's); on
-// Windows finding it opens it, which fails once it is gone, and Signal
-// then refuses any signal but Kill, which still means it exists.
-func processAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	err = p.Signal(syscall.Signal(0))
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH):
-		return false
-	}
-	return true
-}
+// processAlive is gate.ProcessAlive: the ledger's liveness check (a
+// zombie is not alive) for quiver's state files too.
+func processAlive(pid int) bool { return gate.ProcessAlive(pid) }
