@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -110,7 +112,17 @@ policy:
 	}
 	// The first run starts the browser, and must have no deadline (it
 	// would stop the browser); the later ones have one.
-	browse("open the address", chromedp.Navigate(pageURL))
+	// The person has allowed the page's notifications: a stand-in for the
+	// browser's Notification records what the page announces.
+	allowNotifications := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
+			window.__shown = [];
+			window.Notification = function (title, opts) { window.__shown.push(title + ": " + opts.body); };
+			window.Notification.permission = "granted";
+			window.Notification.requestPermission = function () { return Promise.resolve("granted"); };`})
+		return err
+	})
+	browse("open the address", allowNotifications, chromedp.Navigate(pageURL))
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	browse("the approvals page", chromedp.WaitVisible(chromedp.CSS(`#cards`)))
@@ -166,6 +178,10 @@ policy:
 
 	// Allow once: the host's call returns the file's content.
 	done := readOutside(plan)
+	browse("the first card", chromedp.WaitVisible(chromedp.CSS(`article.card.waiting`)))
+	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__shown`)); err != nil || len(shown) != 1 || !strings.Contains(shown[0], "a call waits for your answer") {
+		t.Fatalf("a new card must be announced by one browser notification: %q %v", shown, err)
+	}
 	answer(plan, "once", "approvals")
 	if res := result(done); res.IsError || !strings.Contains(textOf(res), "ship the operator page on Tuesday") {
 		t.Fatalf("after Allow once the host must get the file: %s", textOf(res))
