@@ -97,3 +97,12 @@ func (st SearchTool) remember(key string, bound []string) {
 		}
 	})
 }
+
+// forget clears the memory of the last search, so that the same search
+// again is a new one.
+func (st SearchTool) forget() {
+	if st.Memory == nil {
+		return
+	}
+	st.Memory.Recall(func(_ int, last *LastSearch) { *last = LastSearch{} })
+}

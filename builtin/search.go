@@ -145,9 +145,11 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if len(bindable) > 0 {
 		bound = st.Binder.Bind(bindable, res.Weak)
 	}
-	if !slices.ContainsFunc(st.Pending, func(p PendingServer) bool { return p.State == "starting" }) {
+	if slices.ContainsFunc(st.Pending, func(p PendingServer) bool { return p.State == "starting" }) {
 		// The answer says "search again in a moment" while servers start:
 		// the loop guard must not refuse that very search.
+		st.forget()
+	} else {
 		st.remember(key, bound)
 	}
 

@@ -44,9 +44,7 @@ func TestSearchNamesServersNotUp(t *testing.T) {
 		"surface:\n", "surface:\n  search_wait: 500ms\n", 1)
 	h := startQuiver(t, cfg, hostOptions{})
 	h.waitTools("example__current_time")
-	// The same search twice: "search again in a moment" must not meet the
-	// loop guard's "you already searched for this".
-	for _, q := range []string{"take a note", "launch the rocket to mars", "launch the rocket to mars"} {
+	for _, q := range []string{"take a note", "launch the rocket to mars"} {
 		start := time.Now()
 		res := h.search(q)
 		txt := textOf(res)
@@ -69,6 +67,23 @@ func TestSearchNamesServersNotUp(t *testing.T) {
 		if len(sc.Pending) != 2 || sc.Pending[0].Name != "sleepy" || sc.Pending[0].State != "starting" ||
 			sc.Pending[1].Name != "broken" || sc.Pending[1].State != "down" || !strings.Contains(sc.Pending[1].Reason, "/nonexistent/mcp-server") {
 			t.Errorf("%q: structuredContent.pending = %+v; want sleepy starting, broken down with its reason", q, sc.Pending)
+		}
+	}
+}
+
+// TestSearchAgainWhileStartingIsNotALoop: the answer says "search again
+// in a moment"; doing so in the same turn must not meet the loop guard's
+// deny.repeated_search (found by following the README on a fresh clone).
+func TestSearchAgainWhileStartingIsNotALoop(t *testing.T) {
+	cfg := strings.Replace(exampleConfig("auto", slowServer("sleepy", "60")),
+		"surface:\n", "surface:\n  search_wait: 300ms\n", 1)
+	h := startQuiver(t, cfg, hostOptions{})
+	h.waitTools("example__current_time")
+	h.turn = 1
+	for i := range 3 {
+		res := h.search("launch the rocket to mars")
+		if res.IsError || !strings.Contains(textOf(res), "still starting: sleepy") {
+			t.Fatalf("search %d while sleepy starts: %s", i+1, textOf(res))
 		}
 	}
 }
