@@ -53,16 +53,6 @@ func (b *budget) refuse(session, tool string, turn int) int {
 	return e.refused
 }
 
-// spent reports how many refused rounds the pair has had in this turn.
-func (b *budget) spent(session, tool string, turn int) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e := b.m[budgetKey{session, tool}]; e != nil && e.turn == turn {
-		return e.refused
-	}
-	return 0
-}
-
 func (b *budget) evictLocked() {
 	seqs := make([]uint64, 0, len(b.m))
 	for _, e := range b.m {

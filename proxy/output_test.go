@@ -95,7 +95,10 @@ func TestBound(t *testing.T) {
 		res := mcp.NewToolResultText("see structured")
 		res.StructuredContent = map[string]any{"body": strings.Repeat("b", 100_000)}
 		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, schema)
-		// maxLength holds after a cut; pattern would not: check the error path with one.
+		if res.IsError || size(res) > 16<<10 || res.StructuredContent == nil {
+			t.Fatalf("maxLength holds after a cut, so the cut result stands: error=%v size %d", res.IsError, size(res))
+		}
+		// pattern would not hold after a cut: check the error path with one.
 		schema = json.RawMessage(`{"type":"object","properties":{"body":{"type":"string","pattern":"^b+$"}}}`)
 		res = mcp.NewToolResultText("see structured")
 		res.StructuredContent = map[string]any{"body": strings.Repeat("b", 100_000)}

@@ -6,7 +6,7 @@ import (
 )
 
 func TestTogglesLaterLineWins(t *testing.T) {
-	tg, err := ParseToggles("/c/tools.yaml", []byte(`# my panel
+	_, err := ParseToggles("/c/tools.yaml", []byte(`# my panel
 enabled:
   - slack__*
 disabled:
@@ -17,7 +17,7 @@ enabled_again_is_not_a_key: []
 	if err == nil || !strings.Contains(err.Error(), `tools.yaml:7: unknown key "enabled_again_is_not_a_key"`) {
 		t.Fatalf("unknown key: %v", err)
 	}
-	tg, err = ParseToggles("/c/tools.yaml", []byte("disabled: [github__*]\nenabled:\n  - slack__*\n  - github__get_me\n"))
+	tg, err := ParseToggles("/c/tools.yaml", []byte("disabled: [github__*]\nenabled:\n  - slack__*\n  - github__get_me\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
