@@ -10,10 +10,14 @@
 // nothing here keeps a second copy of a query.
 //
 // The page runs tools with the user's rights, so it is guarded like a
-// door: a random token (in the address quiver prints, then a cookie)
-// opens it, every change carries a CSRF token and must come from the
-// page's own origin, and on a loopback address the Host header must name
-// a loopback host (DNS rebinding).
+// door: a random token in the address "quiver ui" prints opens it once per
+// browser, which then holds a session secret of its own in a cookie (so
+// the token in an address is not what a browser keeps, nor what it sends
+// to every other server on 127.0.0.1, cookies being blind to ports);
+// every change carries a CSRF token and must come from the page's own
+// origin; and the Host header must name a loopback host, or beyond
+// loopback be an IP address, never a name (DNS rebinding). Beyond
+// loopback, the token is the HTTP auth token the operator set.
 package operator
 
 import (
@@ -26,12 +30,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -63,34 +69,62 @@ type Options struct {
 	// Toggles is the toggles file the Tools page writes (tools.yaml).
 	Toggles string
 	// Token opens the page; New makes a random one when it is empty.
+	// Beyond loopback it must be the HTTP auth token (cmd/quiver does so):
+	// the page is then as hard to open as the MCP endpoint.
 	Token  string
 	Logger *slog.Logger
 }
 
 // A Handler serves the operator page.
 type Handler struct {
-	p     Proxy
-	opts  Options
-	csrf  string
-	pages *template.Template
-	mux   *http.ServeMux
-	log   *slog.Logger
+	p    Proxy
+	opts Options
+	csrf string
+	// sessions are the secrets of the browsers that opened the page with
+	// the token; a cookie is worth nothing unless it is one of these.
+	mu       sync.Mutex
+	sessions map[string]bool
+	pages    *template.Template
+	mux      *http.ServeMux
+	log      *slog.Logger
 }
 
 //go:embed assets
 var assets embed.FS
 
-// cookieName holds the page token once the address with ?token= was opened.
-const cookieName = "quiver_operator"
+// cookieName is the cookie that holds a browser's session secret on the
+// page at local address addr. Cookies do not tell ports apart, so the
+// name carries the port: two quivers on one machine keep their own.
+func cookieName(r *http.Request) string {
+	if tcp, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		return fmt.Sprintf("quiver_operator_%d", tcp.Port)
+	}
+	return "quiver_operator"
+}
+
+// randomHex is n random bytes, in hex.
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
 
 // New returns the page's handler for p.
 func New(p Proxy, opts Options) (*Handler, error) {
 	if opts.Token == "" {
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
+		tok, err := randomHex(24)
+		if err != nil {
 			return nil, err
 		}
-		opts.Token = hex.EncodeToString(b)
+		opts.Token = tok
+	}
+	// The CSRF token comes from a key that never leaves the process, not
+	// from the page token: knowing an address does not forge a form.
+	key, err := randomHex(32)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,9 +133,10 @@ func New(p Proxy, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	mac := hmac.New(sha256.New, []byte(opts.Token))
+	mac := hmac.New(sha256.New, []byte(key))
 	mac.Write([]byte("csrf"))
-	h := &Handler{p: p, opts: opts, csrf: hex.EncodeToString(mac.Sum(nil)), pages: t, mux: http.NewServeMux(), log: opts.Logger}
+	h := &Handler{p: p, opts: opts, csrf: hex.EncodeToString(mac.Sum(nil)), sessions: map[string]bool{},
+		pages: t, mux: http.NewServeMux(), log: opts.Logger}
 	h.routes()
 	return h, nil
 }
@@ -141,8 +176,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// "Origin: null" on the page's own form posts.
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if !loopbackHost(r) {
-		http.Error(w, "quiver: this page answers on its loopback address only (the Host header named another)", http.StatusForbidden)
+	if !hostOK(r) {
+		http.Error(w, "quiver: this page answers to its own address only: a loopback host, or beyond loopback an IP address (the Host header named another)", http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
@@ -155,8 +190,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The token leaves the address (history, screen shares) for a
-		// cookie no script and no other site can read.
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: h.opts.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		// session secret of this browser's own, in a cookie no script
+		// and no other site can read.
+		sess, err := randomHex(24)
+		if err != nil {
+			h.fail(w, http.StatusInternalServerError, err)
+			return
+		}
+		h.mu.Lock()
+		h.sessions[sess] = true
+		h.mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		q := r.URL.Query()
 		q.Del("token")
 		u := *r.URL
@@ -164,8 +208,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	c, err := r.Cookie(cookieName)
-	if err != nil || !h.tokenOK(c.Value) {
+	c, err := r.Cookie(cookieName(r))
+	if err != nil || !h.sessionOK(c.Value) {
 		h.unauthorized(w)
 		return
 	}
@@ -188,10 +232,16 @@ func (h *Handler) tokenOK(tok string) bool {
 	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) == 1
 }
 
+func (h *Handler) sessionOK(sess string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[sess]
+}
+
 func (h *Handler) unauthorized(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	w.Write([]byte("quiver: this page needs its token. Open the address that `quiver ui` prints (or the one quiver serve logged), which carries it.\n"))
+	w.Write([]byte("quiver: this page needs its token. Open the address that `quiver ui` prints, which carries it (a cookie from an earlier run of quiver is not enough).\n"))
 }
 
 // sameOriginReferer accepts a change whose browser sent no Origin but a
@@ -201,14 +251,10 @@ func sameOriginReferer(r *http.Request) bool {
 	return err == nil && u.Scheme == "http" && u.Host == r.Host
 }
 
-// loopbackHost reports whether r's Host header names a loopback host,
-// or the server listens beyond loopback (then the HTTP auth token, not
-// the Host header, keeps strangers out).
-func loopbackHost(r *http.Request) bool {
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if tcp, ok := local.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-		return true
-	}
+// hostOK reports whether r's Host header may name this page: a loopback
+// host; or, when the page listens beyond loopback, an IP address. Never
+// another name, which is how a DNS-rebinding page would reach it.
+func hostOK(r *http.Request) bool {
 	host := r.Host
 	if hh, _, err := net.SplitHostPort(host); err == nil {
 		host = hh
@@ -218,7 +264,14 @@ func loopbackHost(r *http.Request) bool {
 		return true
 	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() {
+		return true
+	}
+	tcp, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && !tcp.IP.IsLoopback()
 }
 
 // errBadForm is a form the page did not send.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -128,15 +129,23 @@ func (f *fixture) client() *http.Client {
 	}
 	var cookie *http.Cookie
 	for _, c := range res.Cookies() {
-		if c.Name == cookieName {
+		if strings.HasPrefix(c.Name, "quiver_operator_") {
 			cookie = c
 		}
 	}
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		f.t.Fatalf("want an HttpOnly, SameSite=Strict cookie, got %+v", cookie)
+		f.t.Fatalf("want an HttpOnly, SameSite=Strict cookie named for the port, got %+v", cookie)
+	}
+	if cookie.Value == f.h.Token() {
+		f.t.Fatalf("the cookie holds the address's token; want a session secret of the browser's own")
 	}
 	c.Jar = &oneCookie{c: cookie}
 	return c
+}
+
+func (f *fixture) port() string {
+	u, _ := url.Parse(f.srv.URL)
+	return u.Port()
 }
 
 type oneCookie struct{ c *http.Cookie }
@@ -183,7 +192,7 @@ func TestTokenRequired(t *testing.T) {
 		}
 	}
 	f.do(plain, "POST", "/approvals/1", url.Values{"decision": {"once"}, "csrf": {f.h.csrf}}, map[string]string{"Origin": f.srv.URL}, http.StatusUnauthorized)
-	f.do(plain, "GET", "/approvals", nil, map[string]string{"Cookie": cookieName + "=wrong"}, http.StatusUnauthorized)
+	f.do(plain, "GET", "/approvals", nil, map[string]string{"Cookie": "quiver_operator_" + f.port() + "=wrong"}, http.StatusUnauthorized)
 	f.get(f.client(), "/approvals")
 	if st := f.state(); st != gate.Pending {
 		t.Fatalf("a refused request changed the ledger: %s", st)
@@ -403,5 +412,43 @@ func TestChangedDefinitionsAcceptAndReject(t *testing.T) {
 	}
 	if hs, _ := f.d.l.HeldTools(ctx, "ex"); len(hs) != 0 {
 		t.Errorf("still held after accept: %+v", hs)
+	}
+}
+
+// The browser keeps a session secret, not the token: a cookie that holds
+// the token itself (as one leaked from an address or a log would be sent
+// by a browser to any server on 127.0.0.1) opens nothing.
+func TestCookieIsASessionNotTheToken(t *testing.T) {
+	f := newFixture(t)
+	f.get(f.client(), "/approvals")
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c.Jar = &oneCookie{c: &http.Cookie{Name: "quiver_operator_" + f.port(), Value: f.h.Token()}}
+	f.do(c, "GET", "/approvals", nil, nil, http.StatusUnauthorized)
+}
+
+// The Host header names a loopback host; beyond loopback an IP address;
+// a name only where it is localhost. A DNS-rebinding page names its own.
+func TestHostMustNameThisPage(t *testing.T) {
+	for _, c := range []struct {
+		local string
+		host  string
+		ok    bool
+	}{
+		{"127.0.0.1:8766", "127.0.0.1:8766", true},
+		{"127.0.0.1:8766", "localhost:8766", true},
+		{"127.0.0.1:8766", "[::1]:8766", true},
+		{"127.0.0.1:8766", "evil.example:8766", false},
+		{"127.0.0.1:8766", "192.168.1.5:8766", false},
+		{"192.168.1.5:8766", "192.168.1.5:8766", true},
+		{"192.168.1.5:8766", "attacker.example", false},
+		{"192.168.1.5:8766", "quiver.lan:8766", false},
+	} {
+		r := httptest.NewRequest("GET", "/approvals", nil)
+		r.Host = c.host
+		local, _ := net.ResolveTCPAddr("tcp", c.local)
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+		if got := hostOK(r); got != c.ok {
+			t.Errorf("listening on %s, Host %s: ok=%v, want %v", c.local, c.host, got, c.ok)
+		}
 	}
 }

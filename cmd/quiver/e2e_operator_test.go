@@ -57,7 +57,8 @@ policy:
 		args: []string{"--config", cfgPath, "--state-dir", state, "--ui", "127.0.0.1:0", "--log-level", "info"}})
 	h.searchUntil("search text files for a pattern", "example__search_text")
 
-	// quiver ui prints the address quiver serve logged.
+	// quiver ui prints the address with its token; the log names the page
+	// without the token (hosts keep their servers' logs).
 	var pageURL string
 	deadline := time.Now().Add(10 * time.Second)
 	for pageURL == "" {
@@ -69,8 +70,12 @@ policy:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if logged := regexp.MustCompile(`url="?([^"\s]+)`).FindStringSubmatch(log.String()); logged == nil || logged[1] != pageURL {
+	logged := regexp.MustCompile(`operator page.* address="?([^"\s]+)`).FindStringSubmatch(log.String())
+	if logged == nil || !strings.HasPrefix(pageURL, logged[1]) {
 		t.Fatalf("quiver ui printed %q; the log line says %v", pageURL, logged)
+	}
+	if tok := strings.SplitN(pageURL, "token=", 2); len(tok) != 2 || strings.Contains(log.String(), tok[1]) {
+		t.Fatalf("the log carries the page's token (or quiver ui printed none): %q", pageURL)
 	}
 
 	ctx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],

@@ -181,7 +181,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	p.Start(ctx)
 	defer p.Close()
 	if ui != nil {
-		h, err := operator.New(p, operator.Options{Toggles: c.togglesPath(e), Logger: log})
+		h, err := operator.New(p, operator.Options{Toggles: c.togglesPath(e), Token: ui.token, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,13 @@ func uiAddr(cfg *registry.Config, flagAddr string) (string, error) {
 }
 
 // uiFront is the listening operator page of "serve --ui".
-type uiFront struct{ ln net.Listener }
+type uiFront struct {
+	ln net.Listener
+	// token opens the page beyond loopback: the HTTP auth token, so that
+	// the page is as hard to open as the MCP endpoint; "" on loopback,
+	// where the page makes a random one of its own.
+	token string
+}
 
 // listenUI listens on addr. The page answers approvals and switches tools,
 // so beyond loopback it needs the HTTP auth token to be set as well (the
@@ -69,7 +75,11 @@ func listenUI(addr string, authToken string) (*uiFront, error) {
 		return nil, fmt.Errorf("--ui %s listens beyond this machine (on %s): the operator page answers approvals, so it listens on a loopback address "+
 			"such as 127.0.0.1:8766, unless the HTTP auth token is set (--auth-token-file or QUIVER_AUTH_TOKEN)", addr, ln.Addr())
 	}
-	return &uiFront{ln: ln}, nil
+	f := &uiFront{ln: ln}
+	if tcp == nil || !tcp.IP.IsLoopback() {
+		f.token = authToken
+	}
+	return f, nil
 }
 
 // serve runs the page until ctx ends, and leaves its address where
@@ -80,7 +90,9 @@ func (f *uiFront) serve(ctx context.Context, h *operator.Handler, stateDir, serv
 		log.Warn("quiver ui will not find the page's address", "err", err)
 	}
 	defer os.Remove(uiFile(stateDir, servers))
-	log.Info("operator page", "url", url)
+	// The address with its token is for "quiver ui" (a file only this
+	// user reads), not for a log a host keeps: the log names the page.
+	log.Info("operator page", "address", "http://"+f.ln.Addr().String()+"/", "open", "quiver ui --open")
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
