@@ -213,7 +213,7 @@ func TestChangesNeedCSRFAndOrigin(t *testing.T) {
 	path := "/approvals/" + itoa(f.ask.ID)
 	own := map[string]string{"Origin": f.srv.URL}
 	f.do(c, "POST", path, url.Values{"decision": {"once"}}, own, http.StatusForbidden)
-	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {"0" + f.h.csrf[1:]}}, own, http.StatusForbidden)
+	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {wrongCSRF(f.h.csrf)}}, own, http.StatusForbidden)
 	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {f.h.csrf}}, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden)
 	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {f.h.csrf}}, nil, http.StatusForbidden) // no Origin, no Referer
 	f.do(c, "GET", "/approvals", nil, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden)
@@ -451,4 +451,13 @@ func TestHostMustNameThisPage(t *testing.T) {
 			t.Errorf("listening on %s, Host %s: ok=%v, want %v", c.local, c.host, got, c.ok)
 		}
 	}
+}
+
+// wrongCSRF is csrf with its first digit changed (always changed: a
+// fixed replacement would equal it one time in sixteen).
+func wrongCSRF(csrf string) string {
+	if csrf[0] == '0' {
+		return "1" + csrf[1:]
+	}
+	return "0" + csrf[1:]
 }
