@@ -210,8 +210,12 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 			}
 			text.WriteByte('\n')
 		}
+		if len(res.Also) > 0 {
+			listed = true
+			fmt.Fprintf(&text, "Also near: %s\n", strings.Join(res.Also, ", "))
+		}
 		if listed {
-			text.WriteString("(Tools named after \"More in\" are not bound: search one's exact name to bind it.)\n")
+			text.WriteString(unboundNote)
 		}
 		if len(bound) > 0 {
 			fmt.Fprintf(&text, "Bound for your next step: %s", strings.Join(bound, ", "))
@@ -222,7 +226,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 			fmt.Fprintf(&text, "\nNot bound: %s run only through their slash command; ask the user to run it.", strings.Join(gatedNames, ", "))
 		}
 	}
-	structured := map[string]any{"query": args.Query, "hits": hits, "servers": servers, "bound": bound, "weak": res.Weak}
+	structured := map[string]any{"query": args.Query, "hits": hits, "servers": servers, "also": orNone(res.Also), "bound": bound, "weak": res.Weak}
 	if len(st.Pending) > 0 {
 		text.WriteString("\n" + pendingNote(st.Pending))
 		structured["pending"] = st.Pending
@@ -251,6 +255,18 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		structured["schemas"] = all
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())}, StructuredContent: structured}
+}
+
+// unboundNote follows the compact lists of an answer: the model may take
+// a name from them, but must search it to call it.
+const unboundNote = "(Tools named after \"More in\" or \"Also near\" are not bound: search one's exact name to bind it.)\n"
+
+// orNone is names, or an empty list where there are none (never null).
+func orNone(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
 }
 
 // moreNames are a server's other tools as an answer lists them: each

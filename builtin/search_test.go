@@ -111,6 +111,7 @@ func TestSearchListsServersWithoutBindingThem(t *testing.T) {
 				{Name: "gitlab", Score: 1, More: []string{"gitlab__create_merge_request"}},
 				{Name: "empty", Score: 0.5},
 			},
+			Also: []string{"lint__check_style"},
 		}},
 		Binder: b,
 	}
@@ -120,7 +121,8 @@ func TestSearchListsServersWithoutBindingThem(t *testing.T) {
 		"- github__create_pull_request [mcp] — Does github__create_pull_request.\n" +
 			"More in github: add_issue_comment, merge_pull_request, …\n" +
 			"More in gitlab: create_merge_request\n" +
-			"(Tools named after \"More in\" are not bound: search one's exact name to bind it.)\n" +
+			"Also near: lint__check_style\n" +
+			"(Tools named after \"More in\" or \"Also near\" are not bound: search one's exact name to bind it.)\n" +
 			"Bound for your next step: github__create_pull_request",
 	} {
 		if !strings.Contains(out, want) {
@@ -138,6 +140,9 @@ func TestSearchListsServersWithoutBindingThem(t *testing.T) {
 	if len(servers) != 3 || servers[0]["name"] != "github" || servers[0]["score"] != 2.5 ||
 		strings.Join(servers[0]["more"].([]string), ",") != "github__add_issue_comment,github__merge_pull_request" {
 		t.Errorf("structuredContent servers = %v", servers)
+	}
+	if also := sc["also"].([]string); strings.Join(also, ",") != "lint__check_style" {
+		t.Errorf("structuredContent also = %v", also)
 	}
 }
 

@@ -115,6 +115,19 @@ func TestEvalVariants(t *testing.T) {
 			variants = append(variants, variant{name: fmt.Sprintf("more bytes %d", b), mod: func(o *options) { o.maxMoreBytes = b }})
 		}
 	}
+	if mode == "answer" {
+		variants = variants[:1]
+		for _, n := range []int{2, 3, 4} {
+			for _, mb := range []int{500, 900} {
+				for _, also := range []int{0, 15} {
+					variants = append(variants, variant{name: fmt.Sprintf("%d servers %d bytes also %d", n, mb, also), mod: func(o *options) {
+						o.moreServers, o.maxMoreBytes, o.maxAlso, o.maxAlsoBytes = n, mb, also, 40*also
+						o.rerankDepth = max(o.rerankDepth, answerHits+also)
+					}})
+				}
+			}
+		}
+	}
 	if mode == "groups" {
 		variants = variants[:2]
 		for i, g := range synonymGroups {

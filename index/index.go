@@ -76,6 +76,8 @@ type options struct {
 	moreServers     int     // servers an answer lists the other entries of
 	maxMore         int     // ... at most this many names each
 	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
+	maxAlso         int     // ranked candidates past the hits an answer names, from other servers
+	maxAlsoBytes    int     // ... their exposed names in at most this many bytes
 
 	// Measured and left off (0), kept so TestEvalVariants can show why.
 	serverPrior    float64 // the server's document score added to its entries', as a share of the best bluge score
@@ -110,9 +112,11 @@ func defaultOptions() options {
 		weakCoverage:    0.3,
 		serverOwnWeight: 3,
 		serverDocWeight: 0.5,
-		moreServers:     2,
+		moreServers:     4,
 		maxMore:         maxMore,
 		maxMoreBytes:    maxMoreBytes,
+		maxAlso:         15,
+		maxAlsoBytes:    600,
 	}
 }
 
@@ -561,11 +565,15 @@ type Hit struct {
 // Result is a search's answer.
 type Result struct {
 	Hits []Hit
-	// Servers are the one or two servers that match the query best, each
+	// Servers are the few servers that match the query best, each
 	// with the names of its other entries (not in Hits), best first: an
 	// answer names them compactly, so that a model that knows "squash a
 	// PR" is a merge can ask for the right tool by name.
 	Servers []ServerHit
+	// Also are the exposed names of the next-ranked entries past Hits that
+	// no server in Servers lists, best first: a compact second chance for
+	// a right tool ranked just out of the hits on a server not listed.
+	Also []string
 	// Weak is true when nothing matched well (the best hit is a poor match):
 	// the answer must say so plainly.
 	Weak bool
@@ -666,6 +674,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		shown = append(shown, c.i)
 	}
 	res.Servers = ix.rankServers(qts, docs, docTop, cands, shown, q.Kinds, only)
+	res.Also = ix.also(cands[len(shown):], res.Servers)
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -508,8 +509,8 @@ func TestSearchServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Servers) == 0 || len(res.Servers) > 2 || res.Servers[0].Name != "github" {
-		t.Fatalf("servers = %+v, want github first, at most two", res.Servers)
+	if len(res.Servers) == 0 || len(res.Servers) > defaultOptions().moreServers || res.Servers[0].Name != "github" {
+		t.Fatalf("servers = %+v, want github first, at most %d", res.Servers, defaultOptions().moreServers)
 	}
 	hit := map[string]bool{}
 	for _, h := range res.Hits {
@@ -532,6 +533,28 @@ func TestSearchServers(t *testing.T) {
 		}
 		if size > maxMoreBytes {
 			t.Errorf("%s lists %d bytes of names", s.Name, size)
+		}
+	}
+	// Also names ranked tools that neither the hits nor the lists name.
+	more, err := ix.Search(context.Background(), Query{Text: "squash a pull request on github", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranked := names(more)
+	size := 0
+	for _, n := range res.Also {
+		if hit[n] || slices.ContainsFunc(res.Servers, func(s ServerHit) bool { return slices.Contains(s.More, n) }) {
+			t.Errorf("%s is in Also and named before", n)
+		}
+		size += len(n) + 2
+	}
+	if size > defaultOptions().maxAlsoBytes {
+		t.Errorf("Also holds %d bytes of names", size)
+	}
+	for _, n := range ranked[len(res.Hits):] {
+		listed := slices.ContainsFunc(res.Servers, func(s ServerHit) bool { return slices.Contains(s.More, n) })
+		if !listed && !slices.Contains(res.Also, n) {
+			t.Errorf("%s is ranked 6 to 10 but named nowhere in the answer (also %v)", n, res.Also)
 		}
 	}
 }
@@ -578,5 +601,41 @@ func TestSearchServersKinds(t *testing.T) {
 	}
 	if len(res.Servers) == 0 || res.Servers[0].Name != "github" {
 		t.Errorf("servers %+v, want github first", res.Servers)
+	}
+}
+
+// TestSearchAlsoNamesRankedPastHits: tools ranked just past the hits, on
+// servers the answer does not list, are named in Also, within its bytes.
+func TestSearchAlsoNamesRankedPastHits(t *testing.T) {
+	var entries []Entry
+	for i := range 12 {
+		srv := fmt.Sprintf("s%02d", i)
+		entries = append(entries, Entry{Name: srv + "__frobnicate_widget", Kind: KindMCP, Server: srv,
+			Description: fmt.Sprintf("Frobnicate a widget%s.", strings.Repeat(" and more", i))})
+	}
+	ix, err := Build(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	res, err := ix.Search(context.Background(), Query{Text: "frobnicate widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := names(res)
+	for _, s := range res.Servers {
+		named = append(named, s.More...)
+	}
+	named = append(named, res.Also...)
+	missing := 0
+	for _, e := range entries {
+		if !slices.Contains(named, e.Name) {
+			missing++
+		}
+	}
+	// 5 hits, up to 4 servers (each of whose one tool is a hit), and Also
+	// for the rest: every one of the 12 is named.
+	if missing != 0 || len(res.Also) != len(entries)-len(res.Hits) {
+		t.Errorf("hits %v, also %v: %d of %d tools named nowhere", names(res), res.Also, missing, len(entries))
 	}
 }

@@ -13,7 +13,7 @@ import (
 // and the names of its prompts and resources. Where the right tool is
 // missed, its server is usually found (a chat request lands on slack even
 // when no single slack tool says "ping the team"), so an answer names the
-// other tools of the best one or two servers, and the model, which knows
+// other tools of the best few servers, and the model, which knows
 // what "squash a PR" means, can ask for the right one by name.
 
 // serverDocs are the servers' documents, by server id.
@@ -158,7 +158,7 @@ func (ix *Index) serverScores(qts []queryTerm) ([]float64, float64) {
 // tool list when it is small, its nearest tools when it is big.
 const (
 	maxMore      = 40
-	maxMoreBytes = 900
+	maxMoreBytes = 500
 )
 
 // rankServers picks the servers an answer names: by their documents' score
@@ -256,4 +256,26 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 
 func kindOK(k Kind, kinds []Kind) bool {
 	return len(kinds) == 0 || slices.Contains(kinds, k)
+}
+
+// also names the candidates past the hits that the servers' lists leave
+// out, best first, within maxAlso names and maxAlsoBytes.
+func (ix *Index) also(rest []candidate, listed []ServerHit) []string {
+	var out []string
+	size := 0
+	for _, c := range rest {
+		if len(out) >= ix.opts.maxAlso {
+			break
+		}
+		name := ix.entries[c.i].Name
+		if slices.ContainsFunc(listed, func(s ServerHit) bool { return slices.Contains(s.More, name) }) {
+			continue
+		}
+		size += len(name) + 2
+		if size > ix.opts.maxAlsoBytes {
+			break
+		}
+		out = append(out, name)
+	}
+	return out
 }
