@@ -183,10 +183,19 @@ func buildStopWords() map[string]bool {
 }
 
 // analyzer turns text into tokens. It holds only immutable tables and an
-// optional stem cache owned by one goroutine (Build's).
+// optional word cache owned by one goroutine (Build's).
 type analyzer struct {
-	stems map[string]string // nil: no cache (Search runs concurrently)
-	vocab *vocabulary       // nil: the default vocabulary
+	words map[string]wordInfo // nil: no cache (Search runs concurrently)
+	vocab *vocabulary         // nil: the default vocabulary
+}
+
+// wordInfo is what the analyzer makes of one split word, whatever its
+// neighbours: a catalog says the same words over and over, and Build looks
+// each up once instead of stemming, folding and checking it again.
+type wordInfo struct {
+	stem  string // the snowball stem
+	term  string // the index term: the stem, synonyms folded; "" if dropped
+	first bool   // the stem starts a two-word phrase of the vocabulary
 }
 
 func (a *analyzer) voc() *vocabulary {
@@ -196,16 +205,27 @@ func (a *analyzer) voc() *vocabulary {
 	return a.vocab
 }
 
-func (a *analyzer) stem(w string) string {
-	if a.stems == nil {
-		return stem(w)
+func (a *analyzer) stem(w string) string { return a.info(w).stem }
+
+func (a *analyzer) info(w string) wordInfo {
+	if a.words != nil {
+		if wi, ok := a.words[w]; ok {
+			return wi
+		}
 	}
-	if s, ok := a.stems[w]; ok {
-		return s
+	v := a.voc()
+	wi := wordInfo{stem: stem(w)}
+	_, wi.first = v.firsts[wi.stem]
+	if !stopWords[w] && keepWord(w) {
+		wi.term = wi.stem
+		if canon, ok := v.fold[wi.stem]; ok {
+			wi.term = canon
+		}
 	}
-	s := stem(w)
-	a.stems[w] = s
-	return s
+	if a.words != nil {
+		a.words[w] = wi
+	}
+	return wi
 }
 
 // analyze returns the tokens of text, synonyms folded.
@@ -215,23 +235,20 @@ func (a *analyzer) analyze(text string, out []token) []token {
 	v := a.voc()
 	for i := 0; i < len(words); i++ {
 		w := words[i]
+		wi := a.info(w)
 		// Multi-word synonyms ("pull request", "merge requests") fold into
 		// one term before stop words can split them.
-		if i+1 < len(words) {
-			if canon, ok := v.phrases[[2]string{a.stem(w), a.stem(words[i+1])}]; ok {
+		if wi.first && i+1 < len(words) {
+			if canon, ok := v.phrases[[2]string{wi.stem, a.stem(words[i+1])}]; ok {
 				out = append(out, token{word: w + " " + words[i+1], term: canon})
 				i++
 				continue
 			}
 		}
-		if stopWords[w] || !keepWord(w) {
+		if wi.term == "" {
 			continue
 		}
-		t := a.stem(w)
-		if canon, ok := v.fold[t]; ok {
-			t = canon
-		}
-		out = append(out, token{word: w, term: t})
+		out = append(out, token{word: w, term: wi.term})
 	}
 	return out
 }

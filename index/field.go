@@ -72,6 +72,25 @@ func (b *termsBuilder) add(term string, weight int) {
 	b.terms = append(b.terms, fieldTerm{term: []byte(term), freq: weight})
 }
 
+// addAcc adds a term of entry i counted by a chunk's termAcc: the
+// accumulator remembers where the entry's term is, which spares the map,
+// and lends its bytes, which bluge only reads.
+func (b *termsBuilder) addAcc(t *termAcc, i, weight int) {
+	if weight <= 0 {
+		return
+	}
+	b.length += weight
+	if t.doc == i+1 {
+		b.terms[t.slot].freq += weight
+		return
+	}
+	if t.bytes == nil {
+		t.bytes = []byte(t.term)
+	}
+	t.doc, t.slot = i+1, len(b.terms)
+	b.terms = append(b.terms, fieldTerm{term: t.bytes, freq: weight})
+}
+
 func (b *termsBuilder) field(name string) *termsField {
 	return &termsField{name: name, terms: b.terms, length: b.length}
 }

@@ -141,7 +141,7 @@ type Index struct {
 	// a chat question belongs even when no single tool says it all.
 	serverOf   []int32                  // entry -> server id (-1: none)
 	serverSize []int                    // server id -> entries
-	serverDF   map[string]map[int32]int // term -> server id -> entries having it
+	serverDF   map[string][]serverCount // term -> entries having it on each server, by server id
 	servers    *serverDocs
 
 	byName map[string][]int // lowercased exposed name, and tool part, -> entries
@@ -233,7 +233,7 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	// and statistics; the statistics are sums, so they add up the same
 	// whatever order the chunks finish in.
 	chunks = max(1, min(chunks, len(ix.entries)))
-	fieldTerms := make([][][]string, len(ix.entries)) // entry -> field -> terms
+	fieldTerms := make([][][]*termAcc, len(ix.entries)) // entry -> field -> terms
 	parts := make([]*termStats, chunks)
 	lengths := make([]fieldLengths, chunks)
 	errs := make([]error, chunks)
@@ -256,6 +256,7 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	for _, p := range parts[1:] {
 		st.add(p)
 	}
+	st.normalize()
 	ix.df, ix.nameDF, ix.serverDF = st.df, st.nameDF, st.serverDF
 	ix.speller = newSpeller(st.wordFreq, opts.spell)
 	ix.buildServerDocs(serverID)
@@ -282,101 +283,6 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	return ix, nil
 }
 
-// termStats are the term statistics of some entries. Those of two sets of
-// entries add up to those of both.
-type termStats struct {
-	df       map[string]int           // term -> entries having it in any field
-	nameDF   map[string]int           // term -> entries having it in the server field
-	serverDF map[string]map[int32]int // term -> server id -> entries having it
-	wordFreq map[string]int           // surface word -> entries having it
-}
-
-// add adds o's counts to s. o is not to be used after: s may take its maps.
-func (s *termStats) add(o *termStats) {
-	addCounts(s.df, o.df)
-	addCounts(s.nameDF, o.nameDF)
-	addCounts(s.wordFreq, o.wordFreq)
-	for t, om := range o.serverDF {
-		m, ok := s.serverDF[t]
-		if !ok {
-			s.serverDF[t] = om
-			continue
-		}
-		addCounts(m, om)
-	}
-}
-
-func addCounts[K comparable](dst, src map[K]int) {
-	for k, n := range src {
-		dst[k] += n
-	}
-}
-
-// analyzeEntries analyzes entries lo..hi-1: it fills their fieldTerms,
-// terms, heads and names, and returns their statistics. It writes nothing
-// outside those entries' slots, so chunks can run side by side.
-func (ix *Index) analyzeEntries(fieldTerms [][][]string, lo, hi int) *termStats {
-	st := &termStats{
-		df:       map[string]int{},
-		nameDF:   map[string]int{},
-		serverDF: map[string]map[int32]int{},
-		wordFreq: map[string]int{},
-	}
-	a := &analyzer{stems: map[string]string{}, vocab: ix.opts.vocab}
-	var toks []token
-	entryTerms := map[string]struct{}{}
-	entryWords := map[string]struct{}{}
-	for i := lo; i < hi; i++ {
-		e := ix.entries[i]
-		fieldTerms[i] = make([][]string, len(textFields))
-		clear(entryTerms)
-		clear(entryWords)
-		for fi, f := range textFields {
-			toks = a.analyze(fieldText(e, f), toks[:0])
-			terms := make([]string, len(toks))
-			for j, t := range toks {
-				terms[j] = t.term
-				if !strings.Contains(t.word, " ") {
-					entryWords[t.word] = struct{}{}
-				}
-				if f == fieldServer && !slices.Contains(terms[:j], t.term) {
-					st.nameDF[t.term]++
-				}
-				entryTerms[t.term] = struct{}{}
-			}
-			fieldTerms[i][fi] = terms
-		}
-		ts := make([]string, 0, len(entryTerms))
-		for t := range entryTerms {
-			ts = append(ts, t)
-			st.df[t]++
-			if sid := ix.serverOf[i]; sid >= 0 {
-				m := st.serverDF[t]
-				if m == nil {
-					m = map[int32]int{}
-					st.serverDF[t] = m
-				}
-				m[sid]++
-			}
-		}
-		sort.Strings(ts)
-		ix.terms[i] = ts
-		var hs []string
-		for fi, f := range textFields {
-			if f == fieldName || f == fieldTitle || f == fieldLead {
-				hs = append(hs, fieldTerms[i][fi]...)
-			}
-		}
-		slices.Sort(hs)
-		ix.heads[i] = slices.Compact(hs)
-		for wd := range entryWords {
-			st.wordFreq[wd]++
-		}
-		ix.names[i] = newNameForms(e.Name)
-	}
-	return st
-}
-
 // Batches: a catalog smaller than two of minBatch goes in as one; no more
 // than maxBatches, since every segment costs each search a little.
 const (
@@ -389,7 +295,7 @@ type fieldLengths struct{ all, server uint64 }
 
 // batch makes the bluge documents of entries lo..hi-1 from their analyzed
 // fields.
-func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) (*index.Batch, fieldLengths) {
+func (ix *Index) batch(fieldTerms [][][]*termAcc, lo, hi int) (*index.Batch, fieldLengths) {
 	var lengths fieldLengths
 	opts := ix.opts
 	batch := bluge.NewBatch()
@@ -410,7 +316,7 @@ func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) (*index.Batch, field
 			if f == fieldServer {
 				srv.reset()
 				for _, t := range terms {
-					srv.add(t, 1)
+					srv.add(t.term, 1)
 				}
 				doc.AddField(srv.field(f))
 				lengths.server += uint64(srv.length)
@@ -426,7 +332,7 @@ func (ix *Index) batch(fieldTerms [][][]string, lo, hi int) (*index.Batch, field
 					}
 					inAll++
 				}
-				all.add(t, opts.weights[f])
+				all.addAcc(t, i, opts.weights[f])
 			}
 		}
 		doc.AddField(all.field(fieldAll))
@@ -803,7 +709,7 @@ func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best
 			}
 			var d float64
 			for _, qt := range qts {
-				if n := ix.serverDF[qt.term][sid]; n > 0 {
+				if n := ix.serverCount(qt.term, sid); n > 0 {
 					d += qt.weight * ix.idf(ix.df[qt.term]) * float64(n) / float64(ix.serverSize[sid])
 				}
 			}

@@ -85,15 +85,15 @@ func (ix *Index) buildServerDocs(ids map[string]int32) {
 			sd.length[sid] += ix.opts.serverOwnWeight
 		}
 	}
-	for t, m := range ix.serverDF {
-		for sid, n := range m {
-			sd.length[sid] += float64(n)
+	for t, cs := range ix.serverDF {
+		for _, c := range cs {
+			sd.length[c.sid] += float64(c.n)
 		}
-		sd.sdf[t] = len(m)
+		sd.sdf[t] = len(cs)
 	}
 	for t, m := range sd.own {
 		for sid := range m {
-			if ix.serverDF[t][sid] == 0 {
+			if ix.serverCount(t, sid) == 0 {
 				sd.sdf[t]++
 			}
 		}
@@ -129,9 +129,9 @@ func (ix *Index) serverScores(qts []queryTerm) ([]float64, float64) {
 		}
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		touched = touched[:0]
-		for sid, c := range ix.serverDF[qt.term] {
-			tf[sid] += float64(c)
-			touched = append(touched, sid)
+		for _, c := range ix.serverDF[qt.term] {
+			tf[c.sid] += float64(c.n)
+			touched = append(touched, c.sid)
 		}
 		for sid, c := range sd.own[qt.term] {
 			if tf[sid] == 0 {

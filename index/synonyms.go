@@ -68,6 +68,7 @@ var synonymGroups = []synonymGroup{
 type vocabulary struct {
 	fold    map[string]string    // stem -> canonical term
 	phrases map[[2]string]string // stems of a two-word phrase -> canonical term
+	firsts  map[string]struct{}  // first stems of the phrases
 	related map[string][]string  // term -> other members' terms
 }
 
@@ -75,6 +76,7 @@ func buildVocabulary(groups []synonymGroup) vocabulary {
 	v := vocabulary{
 		fold:    map[string]string{},
 		phrases: map[[2]string]string{},
+		firsts:  map[string]struct{}{},
 		related: map[string][]string{},
 	}
 	for _, g := range groups {
@@ -85,6 +87,7 @@ func buildVocabulary(groups []synonymGroup) vocabulary {
 		for _, w := range g.words {
 			if a, b, ok := strings.Cut(w, " "); ok {
 				v.phrases[[2]string{stem(a), stem(b)}] = canon
+				v.firsts[stem(a)] = struct{}{}
 				continue
 			}
 			if s := stem(strings.ReplaceAll(w, "-", "")); s != canon {

@@ -1,0 +1,179 @@
+package index
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// termStats are the term statistics of some entries. Those of two sets of
+// entries add up to those of both.
+type termStats struct {
+	df       map[string]int           // term -> entries having it in any field
+	nameDF   map[string]int           // term -> entries having it in the server field
+	serverDF map[string][]serverCount // term -> entries having it on each server
+	wordFreq map[string]int           // surface word -> entries having it
+}
+
+// serverCount is how many of a server's entries have a term.
+type serverCount struct {
+	sid int32
+	n   int
+}
+
+// add adds o's counts to s. o is not to be used after: s may take its
+// slices. normalize must run once all are added.
+func (s *termStats) add(o *termStats) {
+	addCounts(s.df, o.df)
+	addCounts(s.nameDF, o.nameDF)
+	addCounts(s.wordFreq, o.wordFreq)
+	for t, cs := range o.serverDF {
+		s.serverDF[t] = append(s.serverDF[t], cs...)
+	}
+}
+
+// normalize orders each term's server counts by server id, one count a
+// server: a server whose entries are not side by side in the catalog, or
+// are split between chunks, has several.
+func (s *termStats) normalize() {
+	for t, cs := range s.serverDF {
+		if increasing(cs) {
+			continue // the usual case
+		}
+		sort.SliceStable(cs, func(a, b int) bool { return cs[a].sid < cs[b].sid })
+		out := cs[:1]
+		for _, c := range cs[1:] {
+			if last := &out[len(out)-1]; last.sid == c.sid {
+				last.n += c.n
+				continue
+			}
+			out = append(out, c)
+		}
+		s.serverDF[t] = out
+	}
+}
+
+// increasing reports whether each count's server id is above the one before.
+func increasing(cs []serverCount) bool {
+	for k := 1; k < len(cs); k++ {
+		if cs[k].sid <= cs[k-1].sid {
+			return false
+		}
+	}
+	return true
+}
+
+func addCounts[K comparable](dst, src map[K]int) {
+	for k, n := range src {
+		dst[k] += n
+	}
+}
+
+// serverCount is how many of server sid's entries have term.
+func (ix *Index) serverCount(term string, sid int32) int {
+	cs := ix.serverDF[term]
+	if k, ok := slices.BinarySearchFunc(cs, sid, func(c serverCount, sid int32) int { return int(c.sid) - int(sid) }); ok {
+		return cs[k].n
+	}
+	return 0
+}
+
+// termAcc counts one term over a chunk's entries as they are analyzed.
+type termAcc struct {
+	term string
+	last int // 1 + the entry that counted it last
+	df   int
+	srv  []serverCount // runs of entries of one server, in entry order
+
+	// For batch's combined field (termsBuilder.addAcc).
+	bytes     []byte
+	doc, slot int // 1 + the entry whose field has it last, and where
+}
+
+// wordAcc counts one surface word over a chunk's entries.
+type wordAcc struct{ last, n int }
+
+// analyzeEntries analyzes entries lo..hi-1: it fills their fieldTerms,
+// terms, heads and names, and returns their statistics. It writes nothing
+// outside those entries' slots, so chunks can run side by side. Each
+// term and word is counted once an entry by remembering the last entry
+// that counted it, which spares a set per entry.
+func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStats {
+	st := &termStats{
+		df:       map[string]int{},
+		nameDF:   map[string]int{},
+		serverDF: map[string][]serverCount{},
+		wordFreq: map[string]int{},
+	}
+	a := &analyzer{words: map[string]wordInfo{}, vocab: ix.opts.vocab}
+	accs := map[string]*termAcc{}
+	words := map[string]*wordAcc{}
+	var toks []token
+	for i := lo; i < hi; i++ {
+		e := ix.entries[i]
+		sid := ix.serverOf[i]
+		fieldTerms[i] = make([][]*termAcc, len(textFields))
+		var ts, hs []string
+		for fi, f := range textFields {
+			toks = a.analyze(fieldText(e, f), toks[:0])
+			terms := make([]*termAcc, len(toks))
+			for j, t := range toks {
+				if !strings.Contains(t.word, " ") {
+					w := words[t.word]
+					if w == nil {
+						w = &wordAcc{}
+						words[t.word] = w
+					}
+					if w.last != i+1 {
+						w.last = i + 1
+						w.n++
+					}
+				}
+				acc := accs[t.term]
+				if acc == nil {
+					acc = &termAcc{term: t.term}
+					accs[t.term] = acc
+				}
+				if f == fieldServer && !slices.Contains(terms[:j], acc) {
+					st.nameDF[t.term]++
+				}
+				terms[j] = acc
+				if acc.last == i+1 {
+					continue
+				}
+				acc.last = i + 1
+				acc.df++
+				ts = append(ts, t.term)
+				if sid < 0 {
+					continue
+				}
+				if n := len(acc.srv); n > 0 && acc.srv[n-1].sid == sid {
+					acc.srv[n-1].n++
+				} else {
+					acc.srv = append(acc.srv, serverCount{sid, 1})
+				}
+			}
+			fieldTerms[i][fi] = terms
+			if f == fieldName || f == fieldTitle || f == fieldLead {
+				for _, t := range terms {
+					hs = append(hs, t.term)
+				}
+			}
+		}
+		slices.Sort(ts)
+		ix.terms[i] = ts
+		slices.Sort(hs)
+		ix.heads[i] = slices.Compact(hs)
+		ix.names[i] = newNameForms(e.Name)
+	}
+	for t, acc := range accs {
+		st.df[t] = acc.df
+		if len(acc.srv) > 0 {
+			st.serverDF[t] = acc.srv
+		}
+	}
+	for w, acc := range words {
+		st.wordFreq[w] = acc.n
+	}
+	return st
+}
