@@ -29,6 +29,7 @@ func TestEvalVariants(t *testing.T) {
 	sets := loadSets(t)
 	variants := []variant{
 		{name: "default"},
+		{name: "bluge's IDF (misprinted)", mod: func(o *options) { o.fixIDF = false }},
 		{name: "no vocabulary", vocab: []synonymGroup{}},
 		{name: "vocabulary before issue 11", vocab: vocabularyBeforeIssue11},
 		{name: "no related expansion", mod: func(o *options) { o.relatedWeight = 0 }},
@@ -113,6 +114,18 @@ func TestEvalVariants(t *testing.T) {
 		}
 		for _, b := range []int{300, 900, 1200} {
 			variants = append(variants, variant{name: fmt.Sprintf("more bytes %d", b), mod: func(o *options) { o.maxMoreBytes = b }})
+		}
+	}
+	if mode == "idf" {
+		variants = variants[:1]
+		for _, fix := range []bool{false, true} {
+			for _, k1 := range []float64{1.2, 2} {
+				for _, b := range []float64{0.5, 0.75} {
+					variants = append(variants, variant{name: fmt.Sprintf("fixed idf %v k1 %.1f b %.2f", fix, k1, b), mod: func(o *options) {
+						o.fixIDF, o.k1, o.b = fix, k1, b
+					}})
+				}
+			}
 		}
 	}
 	if mode == "answer" {

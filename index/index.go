@@ -46,6 +46,7 @@ type options struct {
 	// instead of scoring again in every field it appears in.
 	weights map[string]int
 	k1, b   float64 // BM25 parameters of the combined field
+	fixIDF  bool    // BM25's IDF, not bluge's misprint of it (similarity.go)
 
 	// descCap keeps only the first descCap terms of a description (0: all),
 	// each counted once when descDistinct. Long descriptions carry examples
@@ -96,7 +97,7 @@ func defaultOptions() options {
 			fieldName: 4, fieldTitle: 2, fieldLead: 2, fieldDesc: 1,
 			fieldServer: 4, fieldParam: 1, fieldPName: 1, fieldHead: 2,
 		},
-		k1: 2, b: 0.75,
+		k1: 2, b: 0.75, fixIDF: true,
 		descCap: 60, descDistinct: true,
 		describeThings:  true,
 		thingWeight:     0.7,
@@ -202,8 +203,8 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 
 	// Scores are on the fields all and server; their total lengths are
 	// counted as the documents are made (see bm25).
-	allSim := &bm25{sim: similarity.NewBM25SimilarityBK1(opts.b, opts.k1)}
-	serverSim := &bm25{sim: similarity.NewBM25Similarity()}
+	allSim := &bm25{sim: similarity.NewBM25SimilarityBK1(opts.b, opts.k1), k1: opts.k1, b: opts.b, fixIDF: opts.fixIDF}
+	serverSim := &bm25{sim: similarity.NewBM25Similarity(), k1: 1.2, b: 0.75, fixIDF: opts.fixIDF}
 	cfg := bluge.InMemoryOnlyConfig()
 	cfg.PerFieldSimilarity[fieldAll] = allSim
 	cfg.PerFieldSimilarity[fieldServer] = serverSim

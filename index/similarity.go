@@ -25,7 +25,9 @@ import (
 //     sums are exact, so the order does not matter.
 type bm25 struct {
 	sim         *similarity.BM25Similarity
+	k1, b       float64
 	fieldLength uint64 // the field's length summed over all documents
+	fixIDF      bool   // BM25's IDF as written, not bluge's (see Scorer)
 }
 
 // scoreQuantum is the grid clause scores are put on: far finer than any
@@ -40,7 +42,16 @@ func (s *bm25) Scorer(boost float64, cs segment.CollectionStats, ts segment.Term
 	if cs != nil {
 		cs = countedLength{cs, s.fieldLength}
 	}
-	return quantized{s.sim.Scorer(boost, cs, ts)}
+	if !s.fixIDF || cs == nil {
+		return quantized{s.sim.Scorer(boost, cs, ts)}
+	}
+	// bluge v0.2.2 computes BM25's IDF as log(1 + (N-n) + 0.5/(n+0.5)),
+	// a misplaced parenthesis: every term then weighs about log N, and
+	// a word on half the catalog counts as much as a word on one tool.
+	n, N := float64(ts.DocumentFrequency()), float64(cs.DocumentCount())
+	idf := math.Log(1 + (N-n+0.5)/(n+0.5))
+	avg := s.sim.AverageFieldLength(cs)
+	return quantized{similarity.NewBM25Scorer(boost, s.k1, s.b, avg, search.NewExplanation(idf, "idf"))}
 }
 
 // countedLength replaces the index's total field length by the counted one.
