@@ -43,17 +43,17 @@ import (
 )
 
 // Floors on the judges, a query or three under what the index reaches
-// (fresh: R@5 0.68, R@1 0.45, in answer 0.79; blind: 0.65, 0.44, 0.79), so
+// (fresh: R@5 0.66, R@1 0.49, in answer 0.85; blind: 0.69, 0.46, 0.88), so
 // a change that loses ground on unseen queries fails. They are not the
 // targets of issue 11 (R@5 0.75, R@1 0.50, in answer 0.90), which lexical
 // ranking does not reach; docs/BENCHMARKS.md says so.
 const (
-	freshRecall5Floor  = 0.66
-	freshRecall1Floor  = 0.43
-	freshInAnswerFloor = 0.77
-	blindRecall5Floor  = 0.63
-	blindRecall1Floor  = 0.42
-	blindInAnswerFloor = 0.77
+	freshRecall5Floor  = 0.64
+	freshRecall1Floor  = 0.47
+	freshInAnswerFloor = 0.83
+	blindRecall5Floor  = 0.67
+	blindRecall1Floor  = 0.44
+	blindInAnswerFloor = 0.86
 )
 
 const (

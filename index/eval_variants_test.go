@@ -30,6 +30,7 @@ func TestEvalVariants(t *testing.T) {
 	variants := []variant{
 		{name: "default"},
 		{name: "bluge's IDF (misprinted)", mod: func(o *options) { o.fixIDF = false }},
+		{name: "one length for all fields (not BM25F)", mod: func(o *options) { o.bm25f = false }},
 		{name: "no vocabulary", vocab: []synonymGroup{}},
 		{name: "vocabulary before issue 11", vocab: vocabularyBeforeIssue11},
 		{name: "no related expansion", mod: func(o *options) { o.relatedWeight = 0 }},
@@ -128,8 +129,22 @@ func TestEvalVariants(t *testing.T) {
 			}
 		}
 	}
+	if mode == "bm25f" {
+		variants = variants[:1]
+		variants = append(variants, variant{name: "one length for all fields (not BM25F)", mod: func(o *options) { o.bm25f = false }})
+		for _, bf := range []float64{0.5, 0.75, 1} {
+			for _, k1 := range []float64{1.2, 2, 3} {
+				variants = append(variants, variant{name: fmt.Sprintf("bm25f b %.2f k1 %.1f", bf, k1), mod: func(o *options) {
+					o.bm25f, o.bm25fB, o.k1 = true, bf, k1
+				}})
+			}
+		}
+	}
 	if mode == "answer" {
 		variants = variants[:1]
+		for _, hw := range []float64{0.5, 1, 3} {
+			variants = append(variants, variant{name: fmt.Sprintf("more ordered by head share %.1f", hw), mod: func(o *options) { o.moreHeadWeight = hw }})
+		}
 		for _, n := range []int{2, 3, 4} {
 			for _, mb := range []int{500, 900} {
 				for _, also := range []int{0, 15} {

@@ -47,6 +47,12 @@ type options struct {
 	weights map[string]int
 	k1, b   float64 // BM25 parameters of the combined field
 	fixIDF  bool    // BM25's IDF, not bluge's misprint of it (similarity.go)
+	// bm25f normalizes each field's term frequencies by its own length
+	// (b of bm25fB) before they are summed and saturated once, instead
+	// of normalizing the sum by the sum of lengths: a long description
+	// then no longer dilutes a match in a short name.
+	bm25f  bool
+	bm25fB float64
 
 	// descCap keeps only the first descCap terms of a description (0: all),
 	// each counted once when descDistinct. Long descriptions carry examples
@@ -77,6 +83,7 @@ type options struct {
 	moreServers     int     // servers an answer lists the other entries of
 	maxMore         int     // ... at most this many names each
 	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
+	moreHeadWeight  float64 // ... ordered by the query's share in them, and this much its share in their name, title and lead
 	maxAlso         int     // ranked candidates past the hits an answer names, from other servers
 	maxAlsoBytes    int     // ... their exposed names in at most this many bytes
 
@@ -98,6 +105,7 @@ func defaultOptions() options {
 			fieldServer: 4, fieldParam: 1, fieldPName: 1, fieldHead: 2,
 		},
 		k1: 2, b: 0.75, fixIDF: true,
+		bm25f: true, bm25fB: 0.75,
 		descCap: 60, descDistinct: true,
 		describeThings:  true,
 		thingWeight:     0.7,
@@ -143,6 +151,7 @@ type Index struct {
 	serverOf   []int32                  // entry -> server id (-1: none)
 	serverSize []int                    // server id -> entries
 	serverDF   map[string][]serverCount // term -> entries having it on each server, by server id
+	avgLen     []float64                // field -> average length of its terms in the combined field
 	servers    *serverDocs
 
 	byName map[string][]int // lowercased exposed name, and tool part, -> entries
@@ -203,7 +212,12 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 
 	// Scores are on the fields all and server; their total lengths are
 	// counted as the documents are made (see bm25).
-	allSim := &bm25{sim: similarity.NewBM25SimilarityBK1(opts.b, opts.k1), k1: opts.k1, b: opts.b, fixIDF: opts.fixIDF}
+	allB, allK1 := opts.b, opts.k1
+	if opts.bm25f {
+		// Frequencies come normalized and scaled by bm25fScale.
+		allB, allK1 = 0, opts.k1*bm25fScale
+	}
+	allSim := &bm25{sim: similarity.NewBM25SimilarityBK1(allB, allK1), k1: allK1, b: allB, fixIDF: opts.fixIDF}
 	serverSim := &bm25{sim: similarity.NewBM25Similarity(), k1: 1.2, b: 0.75, fixIDF: opts.fixIDF}
 	cfg := bluge.InMemoryOnlyConfig()
 	cfg.PerFieldSimilarity[fieldAll] = allSim
@@ -239,6 +253,7 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	lengths := make([]fieldLengths, chunks)
 	errs := make([]error, chunks)
 	var analyzed, batched sync.WaitGroup
+	ready := make(chan struct{}) // closed once the statistics are summed
 	for c := range chunks {
 		lo, hi := c*len(ix.entries)/chunks, (c+1)*len(ix.entries)/chunks
 		analyzed.Add(1)
@@ -247,6 +262,9 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 			defer batched.Done()
 			parts[c] = ix.analyzeEntries(fieldTerms, lo, hi)
 			analyzed.Done()
+			if opts.bm25f {
+				<-ready // a field's length is weighed against its average
+			}
 			var b *index.Batch
 			b, lengths[c] = ix.batch(fieldTerms, lo, hi)
 			errs[c] = w.Batch(b)
@@ -258,6 +276,11 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 		st.add(p)
 	}
 	st.normalize()
+	ix.avgLen = make([]float64, len(textFields))
+	for fi, n := range st.fieldLen {
+		ix.avgLen[fi] = float64(n) / float64(max(1, len(ix.entries)))
+	}
+	close(ready)
 	ix.df, ix.nameDF, ix.serverDF = st.df, st.nameDF, st.serverDF
 	ix.speller = newSpeller(st.wordFreq, opts.spell)
 	ix.buildServerDocs(serverID)
@@ -283,6 +306,10 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 	}
 	return ix, nil
 }
+
+// bm25fScale keeps normalized frequencies integers, as bluge needs them,
+// to a hundredth.
+const bm25fScale = 100
 
 // Batches: a catalog smaller than two of minBatch goes in as one; no more
 // than maxBatches, since every segment costs each search a little.
@@ -322,18 +349,13 @@ func (ix *Index) batch(fieldTerms [][][]*termAcc, lo, hi int) (*index.Batch, fie
 				doc.AddField(srv.field(f))
 				lengths.server += uint64(srv.length)
 			}
-			inAll := 0
-			for j, t := range terms {
-				if f == fieldDesc {
-					if opts.descCap > 0 && inAll >= opts.descCap {
-						break
-					}
-					if opts.descDistinct && j > 0 && slices.Contains(terms[:j], t) {
-						continue
-					}
-					inAll++
-				}
-				all.addAcc(t, i, opts.weights[f])
+			w := opts.weights[f]
+			if opts.bm25f && w > 0 {
+				norm := 1 - opts.bm25fB + opts.bm25fB*float64(len(terms))/ix.avgLen[fi]
+				w = max(1, int(math.Round(float64(w)*bm25fScale/norm)))
+			}
+			for _, t := range terms {
+				all.addAcc(t, i, w)
 			}
 		}
 		doc.AddField(all.field(fieldAll))

@@ -232,9 +232,9 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 			}
 			// Candidates keep their rank; the rest follow by how much of
 			// the query they share.
-			s := ix.coverage(i, qts)
+			s := ix.coverage(i, qts) + ix.opts.moreHeadWeight*ix.share(ix.heads[i], qts)
 			if cs, ok := candScore[i]; ok && top > 0 {
-				s = 1 + cs/top
+				s = 1 + ix.opts.moreHeadWeight + cs/top // above any share
 			}
 			ms = append(ms, more{i, s})
 		}

@@ -13,6 +13,7 @@ type termStats struct {
 	nameDF   map[string]int           // term -> entries having it in the server field
 	serverDF map[string][]serverCount // term -> entries having it on each server
 	wordFreq map[string]int           // surface word -> entries having it
+	fieldLen []uint64                 // field -> terms it gives the combined field, summed
 }
 
 // serverCount is how many of a server's entries have a term.
@@ -27,6 +28,9 @@ func (s *termStats) add(o *termStats) {
 	addCounts(s.df, o.df)
 	addCounts(s.nameDF, o.nameDF)
 	addCounts(s.wordFreq, o.wordFreq)
+	for fi, n := range o.fieldLen {
+		s.fieldLen[fi] += n
+	}
 	for t, cs := range o.serverDF {
 		s.serverDF[t] = append(s.serverDF[t], cs...)
 	}
@@ -104,6 +108,7 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 		nameDF:   map[string]int{},
 		serverDF: map[string][]serverCount{},
 		wordFreq: map[string]int{},
+		fieldLen: make([]uint64, len(textFields)),
 	}
 	a := &analyzer{words: map[string]wordInfo{}, vocab: ix.opts.vocab}
 	accs := map[string]*termAcc{}
@@ -153,7 +158,8 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 					acc.srv = append(acc.srv, serverCount{sid, 1})
 				}
 			}
-			fieldTerms[i][fi] = terms
+			fieldTerms[i][fi] = ix.inAll(f, terms)
+			st.fieldLen[fi] += uint64(len(fieldTerms[i][fi]))
 			if f == fieldName || f == fieldTitle || f == fieldLead {
 				for _, t := range terms {
 					hs = append(hs, t.term)
@@ -176,4 +182,25 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 		st.wordFreq[w] = acc.n
 	}
 	return st
+}
+
+// inAll is what of a field's terms goes into the combined field: all but
+// a description's past the first descCap, each counted once when
+// descDistinct. Long descriptions carry examples and JSON that drown the
+// tool's purpose and stretch length normalization.
+func (ix *Index) inAll(f string, terms []*termAcc) []*termAcc {
+	if f != fieldDesc || (ix.opts.descCap == 0 && !ix.opts.descDistinct) {
+		return terms
+	}
+	out := make([]*termAcc, 0, min(len(terms), max(ix.opts.descCap, 1)))
+	for j, t := range terms {
+		if ix.opts.descCap > 0 && len(out) >= ix.opts.descCap {
+			break
+		}
+		if ix.opts.descDistinct && slices.Contains(terms[:j], t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
