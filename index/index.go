@@ -140,6 +140,7 @@ type Index struct {
 	df      map[string]int // term -> entries having it in any field
 	nameDF  map[string]int // term -> entries having it in the server field (key, keywords)
 	terms   [][]string     // entry -> its sorted distinct terms
+	sigs    []uint64       // entry -> termBit of each of its terms, or'ed: a term whose bit is not set is not there
 	heads   [][]string     // entry -> sorted distinct terms of name, title and lead
 	speller *speller
 
@@ -183,6 +184,7 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 		entries: append([]Entry(nil), entries...),
 		docs:    len(entries),
 		terms:   make([][]string, len(entries)),
+		sigs:    make([]uint64, len(entries)),
 		heads:   make([][]string, len(entries)),
 		names:   make([]nameForms, len(entries)),
 	}
@@ -528,6 +530,18 @@ type queryTerm struct {
 	term   string
 	weight float64
 	typo   bool
+	cover  float64 // its weight in a share of the query: IDF, less for a typo
+	bit    uint64  // termBit(term)
+}
+
+// termBit is one of 64 bits picked by a term's FNV-1a hash.
+func termBit(t string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(t); i++ {
+		h ^= uint64(t[i])
+		h *= 1099511628211
+	}
+	return 1 << (h >> 58)
 }
 
 // Search ranks entries for q.Text. An empty query or one with no indexable
@@ -754,7 +768,7 @@ func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best
 				cands[k].score += ix.opts.coverWeight * top * ix.coverage(i, qts)
 			}
 			if ix.opts.headWeight > 0 {
-				cands[k].score += ix.opts.headWeight * top * ix.share(ix.heads[i], qts)
+				cands[k].score += ix.opts.headWeight * top * ix.share(ix.heads[i], ix.sigs[i], qts)
 			}
 		}
 	}
@@ -846,6 +860,15 @@ func (ix *Index) queryTerms(text string) []queryTerm {
 			}
 		}
 	}
+	for k := range out {
+		// What the term weighs in a share of the query (share), once a
+		// search rather than once an entry.
+		out[k].cover = ix.idf(ix.df[out[k].term])
+		out[k].bit = termBit(out[k].term)
+		if out[k].typo {
+			out[k].cover *= ix.opts.typoWeight
+		}
+	}
 	return out
 }
 
@@ -924,18 +947,19 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind, server string) bluge.
 // A confident hit covers the query's rare words; a hit that only shares
 // "create" and "page" with "create a Confluence page" is a poor match.
 func (ix *Index) coverage(i int, qts []queryTerm) float64 {
-	return ix.share(ix.terms[i], qts)
+	return ix.share(ix.terms[i], ix.sigs[i], qts)
 }
 
-// share is the IDF-weighted share of the query's terms in the sorted terms ts.
-func (ix *Index) share(ts []string, qts []queryTerm) float64 {
+// share is the IDF-weighted share of the query's terms in the sorted terms
+// ts, a subset of the terms whose bits sig has.
+func (ix *Index) share(ts []string, sig uint64, qts []queryTerm) float64 {
 	var have, total float64
 	for _, qt := range qts {
-		w := ix.idf(ix.df[qt.term])
-		if qt.typo {
-			w *= ix.opts.typoWeight
-		}
+		w := qt.cover
 		total += w
+		if sig&qt.bit == 0 {
+			continue // most query terms are on few entries: skip the search
+		}
 		if j := sort.SearchStrings(ts, qt.term); j < len(ts) && ts[j] == qt.term {
 			have += w
 		}

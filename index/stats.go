@@ -85,7 +85,8 @@ func (ix *Index) serverCount(term string, sid int32) int {
 // termAcc counts one term over a chunk's entries as they are analyzed.
 type termAcc struct {
 	term string
-	last int // 1 + the entry that counted it last
+	bit  uint64 // termBit(term)
+	last int    // 1 + the entry that counted it last
 	df   int
 	srv  []serverCount // runs of entries of one server, in entry order
 
@@ -136,7 +137,7 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 				}
 				acc := accs[t.term]
 				if acc == nil {
-					acc = &termAcc{term: t.term}
+					acc = &termAcc{term: t.term, bit: termBit(t.term)}
 					accs[t.term] = acc
 				}
 				if f == fieldServer && !slices.Contains(terms[:j], acc) {
@@ -149,6 +150,7 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 				acc.last = i + 1
 				acc.df++
 				ts = append(ts, t.term)
+				ix.sigs[i] |= acc.bit
 				if sid < 0 {
 					continue
 				}
