@@ -39,9 +39,9 @@ func TestEvalVariants(t *testing.T) {
 		{name: "no server clause", mod: func(o *options) { o.serverBoost = 0 }},
 		{name: "no domain prior", mod: func(o *options) { o.domainWeight = 0 }},
 		{name: "no params", mod: func(o *options) { o.weights = withWeight(withWeight(o.weights, fieldParam, 0), fieldPName, 0) }},
-		{name: "whole descriptions", mod: func(o *options) { o.descCap, o.descDistinct = 0, false }},
+		{name: "descriptions cut to 60 distinct terms", mod: func(o *options) { o.descCap, o.descDistinct = 60, true }},
 		{name: "k1 1.2", mod: func(o *options) { o.k1 = 1.2 }},
-		{name: "b 0.5", mod: func(o *options) { o.b = 0.5 }},
+		{name: "b 0.5", mod: func(o *options) { o.bm25fB = 0.5 }},
 		{name: "no cover/head rerank", mod: func(o *options) { o.coverWeight, o.headWeight = 0, 0 }},
 	}
 	if mode == "speller" {

@@ -56,8 +56,9 @@ type options struct {
 
 	// descCap keeps only the first descCap terms of a description (0: all),
 	// each counted once when descDistinct. Long descriptions carry examples
-	// and JSON that drown the tool's purpose and stretch length
-	// normalization.
+	// and JSON that stretched the combined field's length normalization;
+	// with BM25F a description's length weighs only its own terms, and
+	// the cut is off (TestEvalVariants shows both).
 	descCap      int
 	descDistinct bool
 
@@ -106,7 +107,7 @@ func defaultOptions() options {
 		},
 		k1: 2, b: 0.75, fixIDF: true,
 		bm25f: true, bm25fB: 0.75,
-		descCap: 60, descDistinct: true,
+		descCap: 0, descDistinct: false,
 		describeThings:  true,
 		thingWeight:     0.7,
 		serverBoost:     5,
