@@ -2,7 +2,7 @@
 // turns catalog entries into an in-memory bluge index with an analyzer built
 // for tool names (snake_case, camelCase, server prefixes), a small general
 // vocabulary of the field's abbreviations, typo correction against the
-// catalog's own words, and ranks hits with field-weighted BM25 plus a plain
+// catalog's own words, and ranks hits with BM25F over weighted fields plus a plain
 // "weak match" verdict. It ranks servers too — a server's document is its
 // tools' text and what it says about itself — so that an answer can name
 // the other tools of the servers that fit best. It also finds the closest

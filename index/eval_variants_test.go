@@ -21,6 +21,12 @@ import (
 //	feedback   pseudo-relevance feedback
 //	compounds  joining words written apart, splitting compounds
 //	fields     field weights, parameter names apart from descriptions
+//	idf        BM25's IDF against bluge's misprint of it, by k1
+//	bm25f      one length normalization for the combined field against
+//	           BM25F's per field, by b and k1
+//	answer     how many servers an answer lists, in how many bytes, how
+//	           many further ranked tools it names (Also), and the order of
+//	           a server's listed tools
 func TestEvalVariants(t *testing.T) {
 	mode := os.Getenv("QUIVER_EVAL_VARIANTS")
 	if mode == "" {
@@ -38,6 +44,7 @@ func TestEvalVariants(t *testing.T) {
 		{name: "no query things", mod: func(o *options) { o.describeThings = false }},
 		{name: "no server clause", mod: func(o *options) { o.serverBoost = 0 }},
 		{name: "no domain prior", mod: func(o *options) { o.domainWeight = 0 }},
+		{name: "no parameter descriptions", mod: func(o *options) { o.weights = withWeight(o.weights, fieldParam, 0) }},
 		{name: "no params", mod: func(o *options) { o.weights = withWeight(withWeight(o.weights, fieldParam, 0), fieldPName, 0) }},
 		{name: "descriptions cut to 60 distinct terms", mod: func(o *options) { o.descCap, o.descDistinct = 60, true }},
 		{name: "k1 1.2", mod: func(o *options) { o.k1 = 1.2 }},
@@ -121,11 +128,9 @@ func TestEvalVariants(t *testing.T) {
 		variants = variants[:1]
 		for _, fix := range []bool{false, true} {
 			for _, k1 := range []float64{1.2, 2} {
-				for _, b := range []float64{0.5, 0.75} {
-					variants = append(variants, variant{name: fmt.Sprintf("fixed idf %v k1 %.1f b %.2f", fix, k1, b), mod: func(o *options) {
-						o.fixIDF, o.k1, o.b = fix, k1, b
-					}})
-				}
+				variants = append(variants, variant{name: fmt.Sprintf("fixed idf %v k1 %.1f", fix, k1), mod: func(o *options) {
+					o.fixIDF, o.k1 = fix, k1
+				}})
 			}
 		}
 	}
