@@ -222,15 +222,7 @@ func TestAuditIsRedacted(t *testing.T) {
 // that "quiver grants --pending" lists and "quiver approve" answers shows
 // the card the host would have shown.
 func TestApproveFromATerminalShowsTheCard(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state")
-	h := startQuiver(t, notesConfig, hostOptions{args: []string{"--state-dir", state}})
-	h.waitTools("example__notes_delete")
-	res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "old")})
-	wantRefusal(t, res, "deny.approval_unavailable")
-	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
-	if n == nil {
-		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
-	}
+	_, state, n := askForApproval(t)
 	for _, args := range [][]string{{"grants", "--pending"}, {"approve", n[1]}} {
 		out, err := exec.Command(quiverBin, append(args, "--state-dir", state)...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "\n    quiver: allow example__notes_delete") {
@@ -276,14 +268,7 @@ func TestAuditSaysWhatItLeftOut(t *testing.T) {
 // approving it says the session ended instead of "the model may call
 // again".
 func TestRequestsOfAnEndedSessionExpire(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state")
-	h := startQuiver(t, notesConfig, hostOptions{args: []string{"--state-dir", state}})
-	h.waitTools("example__notes_delete")
-	res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "old")})
-	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
-	if n == nil {
-		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
-	}
+	h, state, n := askForApproval(t)
 	if err := h.c.Close(); err != nil { // the host goes: quiver's stdin ends and it exits
 		t.Logf("close: %v", err)
 	}
@@ -295,4 +280,21 @@ func TestRequestsOfAnEndedSessionExpire(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "expired: the session that asked ended") || strings.Contains(string(out), "may call again") {
 		t.Errorf("approve of an ended session's request: %v\n%s", err, out)
 	}
+}
+
+// askForApproval runs a real quiver whose host cannot show cards and makes
+// a call that asks; it returns the host, the state dir and the refusal's
+// "quiver approve N" match (n[1] is N).
+func askForApproval(t *testing.T) (*host, string, []string) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state")
+	h := startQuiver(t, notesConfig, hostOptions{args: []string{"--state-dir", state}})
+	h.waitTools("example__notes_delete")
+	res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "old")})
+	wantRefusal(t, res, "deny.approval_unavailable")
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	if n == nil {
+		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
+	}
+	return h, state, n
 }
