@@ -961,8 +961,10 @@ func resolve(c Call) (Decision, bool) {
 		reason += " Use search_tools to find the tool you need."
 		return deny(CodeUnknownTool, reason), true
 	case c.Changed != "":
-		return deny(CodeDefinitionChanged, fmt.Sprintf("The tool %q is held: its server changed its definition since it was approved (%s). "+
-			"Ask the user to review the change (quiver tools changes) and accept it (quiver tools accept %s), or use another tool.", c.Name, c.Changed, c.Name)), true
+		// c.Changed is counts and kinds only (registry.Diff.Summary): the
+		// server's text is for the person who reviews it, not the model.
+		return deny(CodeDefinitionChanged, fmt.Sprintf("The tool %q is held: its definition is not the one a person approved (%s); "+
+			"a person must accept it with `quiver tools accept %s` (quiver tools changes shows the change). Use another tool meanwhile.", c.Name, c.Changed, c.Name)), true
 	case c.Withheld:
 		why := c.WithheldWhy
 		if why == "" {

@@ -63,9 +63,15 @@ func (h *Handler) decideChange(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusInternalServerError, errors.New("quiver runs without a state dir: there is no ledger to pin in"))
 		return
 	}
+	digest := r.PostFormValue("digest")
+	if accept && digest == "" {
+		// The page pins what it showed, never what arrived since.
+		h.fail(w, http.StatusBadRequest, fmt.Errorf("%w: accept says which definition it accepts (digest); reload the page", errBadForm))
+		return
+	}
 	var said string
 	if accept {
-		if _, err := l.AcceptHeld(r.Context(), t.Server, t.Name, r.PostFormValue("digest")); err != nil {
+		if _, err := l.AcceptHeld(r.Context(), t.Server, registry.PinName(t.Name), digest); err != nil {
 			code := http.StatusInternalServerError
 			if errors.Is(err, gate.ErrNotFound) {
 				code = http.StatusConflict
@@ -75,7 +81,7 @@ func (h *Handler) decideChange(w http.ResponseWriter, r *http.Request) {
 		}
 		said = fmt.Sprintf("Accepted %s: its new definition is pinned; quiver offers it within a second.", name)
 	} else {
-		if err := l.RejectTool(r.Context(), t.Server, t.Name); err != nil {
+		if err := l.RejectTool(r.Context(), t.Server, registry.PinName(t.Name)); err != nil {
 			h.fail(w, http.StatusInternalServerError, err)
 			return
 		}

@@ -52,11 +52,19 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 	return builtin.Refusal(gate.CodeUnknownTool, fmt.Sprintf("quiver has no builtin %q.", req.Params.Name)), nil
 }
 
-// isBuiltin reports whether name is one of quiver's own tools.
-func isBuiltin(name string) bool {
+// isBuiltin reports whether name is one of quiver's own tools on this
+// surface. Transparent mode has none, and reveal: list no call_tool:
+// there a downstream tool may bear the name (server-filesystem's
+// read_file), and it is withheld, held or switched off like any other.
+func (s *Server) isBuiltin(name string) bool {
+	if s.transparent {
+		return false
+	}
 	switch name {
-	case builtin.SearchToolsName, builtin.CallToolName, builtin.ReadFileName, builtin.RequestCapabilityName:
+	case builtin.SearchToolsName, builtin.ReadFileName, builtin.RequestCapabilityName:
 		return true
+	case builtin.CallToolName:
+		return s.cfg().Surface.Reveal != registry.RevealList
 	}
 	return false
 }

@@ -250,7 +250,9 @@ func (s *Server) redactErr(err error) error {
 // since the model must still be able to call the tool.
 func redactSchema(schema json.RawMessage, redact func(string) string) json.RawMessage {
 	var v any
-	if len(schema) == 0 || json.Unmarshal(schema, &v) != nil {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber() // numbers pass exactly, as pinned
+	if len(schema) == 0 || dec.Decode(&v) != nil {
 		return schema
 	}
 	r, changed := redactValue(v, redact)

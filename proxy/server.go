@@ -491,7 +491,7 @@ func (s *Server) install(cat *registry.Catalog) {
 		if set.gate.ClassOf(gateToolFor(set, t)) == gate.ClassExecute {
 			// The gate wants a justification for execution; the model can
 			// only give one if the schema it reads has the field.
-			def.RawInputSchema = gate.WithJustification(t.InputSchema)
+			def.RawInputSchema = gate.WithJustification(def.RawInputSchema) // redacted, as above
 		}
 		if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
 			// mcp-go panics on these; leave the tool out and say why.

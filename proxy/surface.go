@@ -152,15 +152,15 @@ func (s *Server) withheld(ss *session, name string) bool {
 // slash command is withheld: not listed, not found, not bound, refused at
 // dispatch with deny.withheld; an activity narrows the catalog and nothing
 // widens it. why ends the refusal's sentence. quiver's builtins are never
-// withheld.
+// withheld; a downstream tool is, whatever its name (isBuiltin).
 func (s *Server) whyWithheld(ss *session, name string) (why string, withheld bool) {
-	if isBuiltin(name) {
+	if s.isBuiltin(name) {
 		return "", false
 	}
 	t, ok := s.state.Load().cat.Lookup(name)
 	if ok && t.Held != nil {
-		return "its server changed its definition since it was approved (" + t.Held.Diff.Summary() +
-			"); ask the user to review it (quiver tools changes)", true
+		return "it is held until a person accepts its definition (" + t.Held.Diff.Summary() +
+			"); a person must accept it with `quiver tools accept " + name + "`", true
 	}
 	if ok && t.Off {
 		why = "it is switched off here"

@@ -375,8 +375,11 @@ func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error)
 			if title == "" {
 				title = t.Annotations.Title
 			}
+			// The schemas are kept as canonical bytes, the very bytes the
+			// digest covers: what a person pinned is what the model is
+			// handed, in tools/list, search_tools and the page alike.
 			tool := Tool{Name: t.Name, Title: title, Description: t.Description,
-				InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+				InputSchema: CanonicalSchema(schema), OutputSchema: CanonicalSchema(t.OutputSchema), Annotations: t.Annotations}
 			tool.Digest = tool.Definition().Digest()
 			out = append(out, tool)
 		}

@@ -1,15 +1,12 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -52,55 +49,23 @@ func (t Tool) Definition() Definition {
 		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
 }
 
-// Canonical is d as canonical JSON: object keys sorted, no insignificant
-// space, no HTML escaping, numbers in one form (1, 1.0 and 1e0 are all
-// 1). Two definitions that mean the same JSON have the same bytes, so a
-// server that re-serializes its schema is not held for it.
+// Canonical is d as canonical JSON (canonJSON): object keys sorted, no
+// insignificant space, no HTML escaping, each number exactly, in one
+// spelling (1, 1.0 and 1e0 are all 1). Two definitions that mean the
+// same JSON have the same bytes, so a server that re-serializes its
+// schema is not held for it; a key given twice is kept twice, so a
+// definition that hides a second reading is not the same.
 func (d Definition) Canonical() []byte {
 	raw, err := json.Marshal(d)
 	if err != nil {
-		// Only a schema that is not JSON gets here; its bytes are still
-		// what the server said.
+		// Only a schema that is not JSON gets here.
 		return raw
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	out, _, err := canonJSON(raw)
+	if err != nil {
 		return raw
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(canonNumbers(v)); err != nil {
-		return raw
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
-}
-
-// canonNumbers writes every number in its shortest decimal form, keeping
-// the text of those a float64 cannot hold exactly.
-func canonNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = canonNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = canonNumbers(e)
-		}
-	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil || math.Abs(f) >= 1e21 {
-			return x
-		}
-		if s := strconv.FormatFloat(f, 'f', -1, 64); s != "-0" {
-			return json.Number(s)
-		}
-		return json.Number("0")
-	}
-	return v
+	return out
 }
 
 // Digest is the SHA-256 of d's canonical JSON, written "sha256:<hex>".
@@ -171,7 +136,16 @@ type pinner struct {
 	version int64
 }
 
+// pinKey names a tool as pins and holds know it: its server and PinName.
 type pinKey struct{ server, tool string }
+
+// PinName is the name a tool is pinned and held under: its raw name as
+// sanitizing makes it, the name the model, the toggles, grants and slash
+// commands know it by (ExposedName). Two raw names that expose as one
+// ("list_notes", "list.notes") are one tool to pinning too, so a server
+// cannot get round a pin by renaming: the other raw name is a change of
+// the pinned tool (its Definition's name differs), not a first sight.
+func PinName(raw string) string { return sanitize(raw) }
 
 type heldTool struct {
 	digest string
@@ -218,23 +192,48 @@ func (p *pinner) check(server string, tools []Tool) {
 			return
 		}
 		for tool, d := range pinned {
-			p.pinned[pinKey{server, tool}] = d
+			// PinName again: a ledger written before pins were keyed by it
+			// may hold raw names.
+			p.pinned[pinKey{server, PinName(tool)}] = d
 		}
 		for tool := range held {
 			// Held by an earlier run: this one judges (and logs) it afresh,
 			// and forgets it if the server offers its pinned definition.
-			if _, ok := p.held[pinKey{server, tool}]; !ok {
-				p.held[pinKey{server, tool}] = heldTool{}
+			if _, ok := p.held[pinKey{server, PinName(tool)}]; !ok {
+				p.held[pinKey{server, PinName(tool)}] = heldTool{}
 			}
 		}
 		p.loaded[server] = true
 	}
+	// Adding a server is consent to its tools as they are then: its first
+	// list is pinned as it comes. A tool it offers after that was never
+	// consented to, and is held as a new tool until a person accepts it.
+	consented := false
+	for k := range p.pinned {
+		if k.server == server {
+			consented = true
+			break
+		}
+	}
+	names := map[string]int{}
+	for _, t := range tools {
+		names[PinName(t.Name)]++
+	}
 	for i := range tools {
 		t := &tools[i]
-		k := pinKey{server, t.Name}
+		name := PinName(t.Name)
+		k := pinKey{server, name}
+		if names[name] > 1 {
+			// Two raw names of one list that pin as one: neither can be
+			// judged against the pin, so neither is offered (the catalog
+			// reports the collision when their exposed names are one).
+			t.Held = &Hold{Diff: Diff{{Kind: ChangeName, New: t.Name,
+				Flag: "its server offers two tools under this name once names are limited to [A-Za-z0-9_-]"}}}
+			continue
+		}
 		pin, ok := p.pinned[k]
-		if !ok {
-			d, err := p.store.Pin(ctx, server, t.Name, t.Definition(), PinnedFirstSight)
+		if !ok && !consented {
+			d, err := p.store.Pin(ctx, server, name, t.Definition(), PinnedFirstSight)
 			if err != nil {
 				p.log.Error("pinning: pinning a new tool failed", "server", server, "tool", t.Name, "err", err)
 				continue
@@ -244,7 +243,7 @@ func (p *pinner) check(server string, tools []Tool) {
 		}
 		if pin == t.Digest {
 			if _, was := p.held[k]; was {
-				if err := p.store.Unhold(ctx, server, t.Name); err != nil {
+				if err := p.store.Unhold(ctx, server, name); err != nil {
 					p.log.Error("pinning: forgetting a held definition failed", "server", server, "tool", t.Name, "err", err)
 				}
 				delete(p.held, k)
@@ -256,13 +255,16 @@ func (p *pinner) check(server string, tools []Tool) {
 			t.Held = prev.hold
 			continue
 		}
-		old, err := p.store.Definition(ctx, pin)
-		if err != nil {
-			p.log.Error("pinning: reading a pinned definition failed; the tool is held", "server", server, "tool", t.Name, "err", err)
+		var old Definition // a new tool: nothing pinned
+		if pin != "" {
+			var err error
+			if old, err = p.store.Definition(ctx, pin); err != nil {
+				p.log.Error("pinning: reading a pinned definition failed; the tool is held", "server", server, "tool", t.Name, "err", err)
+			}
 		}
 		diff := DiffDefinitions(old, t.Definition(), p.judge)
 		if mode == PinWarn {
-			if d, err := p.store.Pin(ctx, server, t.Name, t.Definition(), PinnedAuto); err != nil {
+			if d, err := p.store.Pin(ctx, server, name, t.Definition(), PinnedAuto); err != nil {
 				p.log.Error("pinning: accepting a changed definition failed", "server", server, "tool", t.Name, "err", err)
 			} else {
 				p.pinned[k] = d
@@ -270,7 +272,7 @@ func (p *pinner) check(server string, tools []Tool) {
 			p.log.Warn("tool definition changed; accepted (pinning: warn)", "server", server, "tool", t.Name, "diff", diff.Short())
 			continue
 		}
-		rejected, err := p.store.Hold(ctx, server, t.Name, t.Definition())
+		rejected, err := p.store.Hold(ctx, server, name, t.Definition())
 		if err != nil {
 			p.log.Error("pinning: recording a held definition failed", "server", server, "tool", t.Name, "err", err)
 		}

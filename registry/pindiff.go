@@ -35,6 +35,8 @@ const (
 	ChangeSchema       = "schema changed" // a keyword of the schema itself, not of a field
 	ChangeAnnotation   = "annotation"
 	ChangeClass        = "class"
+	ChangeName         = "name"     // same exposed name, another raw name ("list_notes" → "list.notes")
+	ChangeNewTool      = "new tool" // first offered after its server's tools were pinned
 )
 
 // A DefChange is one difference between a pinned definition and a new one.
@@ -61,30 +63,63 @@ func (d Diff) Flags() []DefChange {
 	return slices.DeleteFunc(slices.Clone(d), func(c DefChange) bool { return c.Flag == "" })
 }
 
-// Summary names what changed, never quoting the server's new text: it is
-// what a model is told, and a server's text may address the model.
+// Summary says what changed in counts and kinds only ("new tool", "2
+// arguments added, description changed"), never a word the server
+// chose, not even a field's name: it is what a model is told, and a
+// server's text, names included, may address the model. The full diff
+// is for a person (Text: quiver tools changes, the page).
 func (d Diff) Summary() string {
-	var parts []string
-	seen := map[string]bool{}
-	for _, c := range d {
-		s := c.Kind
-		switch c.Kind {
-		case ChangeTitle, ChangeDescription:
-			s += " changed"
-		case ChangeFieldAdded, ChangeFieldRemoved, ChangeFieldChanged, ChangeAnnotation, ChangeSchema:
-			s += " " + safeName(c.Field)
-		case ChangeClass:
-			s = fmt.Sprintf("class %s → %s", c.Old, c.New)
+	type kind struct {
+		one, many string // "%d arguments added"
+	}
+	var order []string
+	counts := map[string]int{}
+	words := map[string]kind{}
+	add := func(key string, k kind) {
+		if counts[key] == 0 {
+			order = append(order, key)
+			words[key] = k
 		}
-		if !seen[s] {
-			seen[s] = true
-			parts = append(parts, s)
+		counts[key]++
+	}
+	for _, c := range d {
+		where := "argument"
+		if strings.HasPrefix(c.Field, "output") {
+			where = "output field"
+		}
+		switch c.Kind {
+		case ChangeNewTool:
+			add(c.Kind, kind{"new tool", "new tool"})
+		case ChangeName:
+			add(c.Kind, kind{"name changed", "name changed"})
+		case ChangeTitle, ChangeDescription:
+			add(c.Kind, kind{c.Kind + " changed", c.Kind + " changed"})
+		case ChangeFieldAdded, ChangeFieldRemoved, ChangeFieldChanged:
+			verb := strings.TrimPrefix(c.Kind, "field ")
+			add(where+c.Kind, kind{"1 " + where + " " + verb, "%d " + where + "s " + verb})
+		case ChangeSchema:
+			s := strings.SplitN(c.Field, ".", 2)[0] + " schema changed"
+			add(s, kind{s, s})
+		case ChangeAnnotation:
+			add(c.Kind, kind{"1 annotation changed", "%d annotations changed"})
+		case ChangeClass:
+			// The gate's own words (read, write...), not the server's.
+			s := fmt.Sprintf("class %s → %s", c.Old, c.New)
+			add(s, kind{s, s})
 		}
 	}
-	if len(parts) == 0 {
+	if len(order) == 0 {
 		return "its definition changed"
 	}
-	return strings.Join(parts, "; ")
+	parts := make([]string, len(order))
+	for i, key := range order {
+		k := words[key]
+		parts[i] = k.one
+		if n := counts[key]; n > 1 && strings.Contains(k.many, "%d") {
+			parts[i] = fmt.Sprintf(k.many, n)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // safeName shows a field name a server chose: quoted if it has anything
@@ -195,6 +230,14 @@ func shown(s string, n int) string {
 // DiffDefinitions lists how new differs from old.
 func DiffDefinitions(old, new Definition, j Judge) Diff {
 	var d Diff
+	switch {
+	case old.Name == "":
+		// Nothing was pinned: every part of it is new to the person.
+		d = append(d, DefChange{Kind: ChangeNewTool, New: new.Name})
+	case old.Name != new.Name:
+		d = append(d, DefChange{Kind: ChangeName, Old: old.Name, New: new.Name,
+			Flag: "another tool of the server under the name the model knows"})
+	}
 	if old.Title != new.Title {
 		d = append(d, DefChange{Kind: ChangeTitle, Old: old.Title, New: new.Title, Flag: addressing(old.Title, new.Title)})
 	}
@@ -204,6 +247,8 @@ func DiffDefinitions(old, new Definition, j Judge) Diff {
 	}
 	d = append(d, diffSchema("input", decodeSchema(old.InputSchema), decodeSchema(new.InputSchema), j, true)...)
 	d = append(d, diffSchema("output", decodeSchema(old.OutputSchema), decodeSchema(new.OutputSchema), j, false)...)
+	d = append(d, duplicateKeys("input", old.InputSchema, new.InputSchema)...)
+	d = append(d, duplicateKeys("output", old.OutputSchema, new.OutputSchema)...)
 	oa, na := old.Annotations, new.Annotations
 	if oa.Title == old.Title && na.Title == new.Title {
 		// The title came from the annotations (a tool without one of its
@@ -212,6 +257,17 @@ func DiffDefinitions(old, new Definition, j Judge) Diff {
 	}
 	d = append(d, diffAnnotations(oa, na, j)...)
 	return d
+}
+
+// duplicateKeys shows a schema that gives a key twice whole: the field
+// diff reads it as Go does (the last one counts) and so cannot show the
+// other reading, which the model is handed too.
+func duplicateKeys(at string, old, new json.RawMessage) Diff {
+	if !hasDuplicateKeys(new) || string(CanonicalSchema(old)) == string(CanonicalSchema(new)) {
+		return nil
+	}
+	return Diff{{Kind: ChangeSchema, Field: at, Old: string(CanonicalSchema(old)), New: string(CanonicalSchema(new)),
+		Flag: "it gives a key twice: readers differ on which one counts, and the model is handed both"}}
 }
 
 func decodeSchema(raw json.RawMessage) map[string]any {

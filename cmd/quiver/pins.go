@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,9 +26,12 @@ quiver tools changes [--server S] [--json]
   instructions", "you must", hidden Unicode). It reads the ledger: what
   every quiver on this state dir has seen.
 
-quiver tools accept NAME...|--server S|--all
+quiver tools accept NAME [--digest D] | NAME... | --server S | --all
   Pins the held definitions: the tools are offered again, in every running
   quiver within a second. The ledger keeps every accepted definition.
+  --digest D (the digest tools changes printed, or its first 12 or more
+  characters) pins only that definition: if the server changed it again
+  since you looked, nothing is pinned and you are told to look again.
 
 quiver tools reject NAME...
   Keeps the held definitions held and switches the tools off in the
@@ -68,9 +72,11 @@ func heldTools(ctx context.Context, l *gate.Ledger, cfg *registry.Config, server
 		if _, ok := cfg.Server(h.Server); !ok {
 			continue // a server no longer configured offers nothing to accept
 		}
-		was, err := def(h.Pinned)
-		if err != nil {
-			return nil, err
+		var was registry.Definition // a new tool: nothing pinned, every part of it shown
+		if h.Pinned != "" {
+			if was, err = def(h.Pinned); err != nil {
+				return nil, err
+			}
 		}
 		now, err := def(h.Digest)
 		if err != nil {
@@ -144,13 +150,30 @@ func toolsChanges(ctx context.Context, e *env, args []string) error {
 		if h.State == gate.HoldRejected {
 			state = "rejected (held, switched off)"
 		}
-		fmt.Fprintf(e.stdout, "%s (server %s, tool %s): %s since %s; %d flagged\n", h.Name, h.Server, printable(h.Tool),
-			state, h.Seen.Local().Format("2006-01-02 15:04:05"), len(h.Diff.Flags()))
+		fmt.Fprintf(e.stdout, "%s (server %s, tool %s): %s since %s; %d flagged; digest %s\n", h.Name, h.Server, printable(h.Tool),
+			state, h.Seen.Local().Format("2006-01-02 15:04:05"), len(h.Diff.Flags()), shortDigest(h.Digest))
 		fmt.Fprint(e.stdout, redact(h.Diff.Text("  ")))
 		fmt.Fprintln(e.stdout)
 	}
-	fmt.Fprintln(e.stdout, "Accept a change: quiver tools accept NAME (or --server S, --all). Keep it held and switch the tool off: quiver tools reject NAME.")
+	fmt.Fprintln(e.stdout, "Accept exactly what is shown: quiver tools accept NAME --digest D (or --server S, --all). Keep it held and switch the tool off: quiver tools reject NAME.")
 	return nil
+}
+
+// shortDigest is as much of a digest as a person reads and types:
+// 12 hex digits, enough that a server cannot make another definition
+// with the same ones.
+func shortDigest(d string) string {
+	if hex := strings.TrimPrefix(d, "sha256:"); len(hex) > 12 {
+		return hex[:12]
+	}
+	return d
+}
+
+// digestMatches reports whether what a person typed (a whole digest, or
+// at least its first 12 hex digits) names held.
+func digestMatches(typed, held string) bool {
+	typed = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(typed)), "sha256:")
+	return len(typed) >= 12 && strings.HasPrefix(strings.TrimPrefix(held, "sha256:"), typed)
 }
 
 // pickHeld finds the held entries the names (exposed names) say.
@@ -176,16 +199,20 @@ func pickHeld(held []heldEntry, names []string) ([]heldEntry, error) {
 func toolsAccept(ctx context.Context, e *env, args []string) error {
 	var c common
 	var all bool
-	var srv string
+	var srv, digest string
 	fs := newFlags("tools accept")
 	c.register(fs)
 	fs.BoolVar(&all, "all", false, "accept every held definition")
 	fs.StringVar(&srv, "server", "", "accept every held definition of this server")
+	fs.StringVar(&digest, "digest", "", "accept NAME only if it is held with this definition (as tools changes printed it)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if n := btoi(all) + btoi(srv != "") + btoi(fs.NArg() > 0); n != 1 {
 		return fmt.Errorf("%w: say which held tools to accept: NAME..., --server S or --all (one of them)", errUsage)
+	}
+	if digest != "" && fs.NArg() != 1 {
+		return fmt.Errorf("%w: --digest names one definition: give one NAME with it, e.g. quiver tools accept notes__list_notes --digest 3f2a9c01b7e4", errUsage)
 	}
 	l, cfg, err := openPins(ctx, e, &c)
 	if err != nil {
@@ -204,11 +231,20 @@ func toolsAccept(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "No tool is held; nothing to accept.")
 		return nil
 	}
+	if digest != "" && !digestMatches(digest, held[0].Digest) {
+		return fmt.Errorf("%w: %s is held with definition %s now, not %s: its server changed it since it was shown; look again (quiver tools changes) and accept what you see",
+			errUsage, held[0].Name, shortDigest(held[0].Digest), digest)
+	}
 	for _, h := range held {
+		// h.Digest is what this command read, and so what it prints:
+		// AcceptHeld pins exactly it, or nothing if it changed meanwhile.
 		if _, err := l.AcceptHeld(ctx, h.Server, h.Tool, h.Digest); err != nil {
+			if errors.Is(err, gate.ErrNotFound) {
+				return fmt.Errorf("%w: %v", errUsage, err)
+			}
 			return err
 		}
-		fmt.Fprintf(e.stdout, "accepted %s: its new definition is pinned (%s).\n", h.Name, h.Diff.Summary())
+		fmt.Fprintf(e.stdout, "accepted %s: its definition %s is pinned (%s).\n", h.Name, shortDigest(h.Digest), h.Diff.Summary())
 		if h.State == gate.HoldRejected {
 			fmt.Fprintf(e.stdout, "note: %s was rejected before and is switched off; quiver tools enable %s switches it on.\n", h.Name, h.Name)
 		}
