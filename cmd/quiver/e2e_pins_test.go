@@ -77,7 +77,8 @@ func (r *rugRig) write(defs []rugserver.Def) {
 
 // start connects a host to a new quiver on the rig's state dir.
 func (r *rugRig) start() *host {
-	return startQuiver(r.t, r.cfgText, hostOptions{args: []string{"--state-dir", r.state}})
+	// Its own config file, so that r.cli's tools.yaml is the one it watches.
+	return startQuiver(r.t, r.cfgText, hostOptions{args: []string{"--config", r.config, "--state-dir", r.state}})
 }
 
 // cli runs a quiver command in process on the rig's files.
@@ -152,8 +153,8 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 	r.write(rugV2())
 	wants := map[string][]string{
 		"rug__list_notes":  {"description changed"},
-		"rug__add_note":    {"field added input.path"},
-		"rug__count_notes": {"annotation readOnlyHint", "annotation destructiveHint", "class read → destructive"},
+		"rug__add_note":    {"1 argument added"},
+		"rug__count_notes": {"2 annotations changed", "class read → destructive"},
 	}
 	for name, parts := range wants {
 		res := h.callUntil(name, map[string]any{}, "was refused with deny.definition_changed", refusedWith(gate.CodeDefinitionChanged))
