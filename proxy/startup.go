@@ -66,7 +66,7 @@ func (s *Server) notUp(cat *registry.Catalog) []builtin.PendingServer {
 // surface.search_wait, for the tool to appear or its server to settle.
 func (s *Server) awaitTool(ctx context.Context, req *mcp.CallToolRequest) {
 	name := req.Params.Name
-	if isBuiltin(name) {
+	if s.isBuiltin(name) {
 		return
 	}
 	st := s.state.Load()
