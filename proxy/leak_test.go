@@ -71,6 +71,7 @@ func TestSecretsAreRedactedEverywhere(t *testing.T) {
 		mu.Unlock()
 	})
 	ctx := context.Background()
+	//lint:ignore SA1019 logging/setLevel is current for the 2025-11-25 host this test plays
 	if err := c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
 		t.Fatal(err)
 	}

@@ -309,10 +309,12 @@ func (m *mirror) forwardSubscribe(ctx context.Context, uri string, on bool) erro
 		if on {
 			req := mcp.SubscribeRequest{}
 			req.Params.URI = orig
+			//lint:ignore SA1019 quiver relays subscriptions for hosts and servers on versions that have them
 			return c.Subscribe(ctx, req)
 		}
 		req := mcp.UnsubscribeRequest{}
 		req.Params.URI = orig
+		//lint:ignore SA1019 quiver relays subscriptions for hosts and servers on versions that have them
 		return c.Unsubscribe(ctx, req)
 	})
 }

@@ -373,6 +373,7 @@ func TestHostileResourceReadOutsideFence(t *testing.T) {
 func TestHostileResourceSubscribeOutsideFence(t *testing.T) {
 	r := startHostile(t)
 	before, _ := auditEntries(t, r.state)
+	//lint:ignore SA1019 resources/subscribe is current for the 2025-11-25 host this test plays
 	err := r.h.c.Subscribe(r.h.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "file://" + filepath.Join(r.outside, "canary.txt")}})
 	if err == nil {
 		t.Errorf("resources/subscribe to a file outside the fence must be refused")
@@ -476,6 +477,7 @@ func TestHostileSecretsInEveryChannel(t *testing.T) {
 		notes = append(notes, string(b))
 		mu.Unlock()
 	})
+	//lint:ignore SA1019 logging/setLevel is current for the 2025-11-25 host this test plays
 	if err := r.h.c.SetLevel(r.h.ctx(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
 		t.Fatalf("logging/setLevel: %v", err)
 	}
