@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/internal/atomicfile"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -97,9 +98,9 @@ func (c *common) loadExplained(e *env) (*registry.Config, error) {
 	return cfg, err
 }
 
-// writeFileAtomic replaces p with b atomically (registry.WriteFileAtomic).
+// writeFileAtomic replaces p with b atomically (atomicfile.Write).
 func writeFileAtomic(p string, b []byte, mode os.FileMode) error {
-	return registry.WriteFileAtomic(p, b, mode)
+	return atomicfile.Write(p, b, mode)
 }
 
 func configCmd() *command {

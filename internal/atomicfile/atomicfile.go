@@ -1,5 +1,5 @@
-// Package atomicfile writes files that hold secrets: whole or not at all,
-// and readable by their owner only from the first byte.
+// Package atomicfile replaces files whole: a reader (or quiver's watcher)
+// sees the old file or the new one, never half of one.
 package atomicfile
 
 import (
@@ -7,21 +7,43 @@ import (
 	"path/filepath"
 )
 
-// WritePrivate replaces path with b, mode 0600, creating its folder (mode
-// 0700) if needed. The bytes go to a temporary file beside it (created
-// 0600 by os.CreateTemp), which is synced and renamed over path, so a
-// reader sees the old file or the new one, never a part.
+// Write replaces p with b: a temp file beside it, fsync, rename, fsync of
+// the folder. An existing file keeps its mode (mode is for a new one), and
+// a symlinked file is written where it points, as renaming over the link
+// would replace it with a plain file.
+func Write(p string, b []byte, mode os.FileMode) error {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	if fi, err := os.Stat(p); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	return replace(p, b, mode)
+}
+
+// WritePrivate replaces path with b for files that hold secrets: mode
+// 0600 whatever the file had, readable by its owner only from the first
+// byte (os.CreateTemp makes the temp file 0600), in a folder created 0700
+// if needed.
 func WritePrivate(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	return replace(path, b, 0o600)
+}
+
+func replace(p string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(p)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return err
 	}
@@ -32,5 +54,12 @@ func WritePrivate(path string, b []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), p); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }
