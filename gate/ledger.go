@@ -54,6 +54,9 @@ type Ledger struct {
 	settled   []chan struct{} // the flusher's: settle calls to tell after this transaction
 	closeOnce sync.Once
 	closed    atomic.Bool
+	// cmu orders Close against deferWrite: a write queued after Close
+	// closed the queue would panic (a send on a closed channel).
+	cmu sync.RWMutex
 
 	// journal makes a call's start durable before it is forwarded
 	// (journal.go).
@@ -345,6 +348,13 @@ const flushLinger = 10 * time.Millisecond
 // waits for room: the writes keep their order (a call's end after its
 // start), and none is dropped.
 func (l *Ledger) deferWrite(f func(context.Context, *sql.Tx) error) {
+	l.cmu.RLock()
+	defer l.cmu.RUnlock()
+	if l.closed.Load() {
+		// A call that ends after Close is not recorded: it reads back as
+		// outcome_unknown, the safe side, as after a crash.
+		return
+	}
 	l.later <- f
 }
 
@@ -457,7 +467,12 @@ func (l *Ledger) Recovered() int { return l.recovered }
 // Close marks this process's run as ended and closes the file. Calls still
 // open become outcome_unknown at the next open.
 func (l *Ledger) Close() error {
-	l.closeOnce.Do(func() { l.closed.Store(true); close(l.later) })
+	l.closeOnce.Do(func() {
+		l.cmu.Lock()
+		l.closed.Store(true)
+		close(l.later)
+		l.cmu.Unlock()
+	})
 	<-l.flushed
 	jerr := l.journal.close()
 	l.wmu.Lock()

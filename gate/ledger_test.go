@@ -482,3 +482,31 @@ func TestLedgerChildWriter(t *testing.T) {
 		}
 	}
 }
+
+// A call that ends after the ledger closed (quiver shutting down while a
+// call returns) is dropped, not a panic: it reads back as outcome_unknown.
+func TestEndAfterCloseIsDropped(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := OpenLedger(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Decision{Verdict: Allow, Code: CodeAllow, Reason: "ok", Digest: "d"}
+	row, err := l.RecordDecision(ctx, "s1", "fs__write", nil, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordStart(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	journaled, err := l.RecordStarted(ctx, "s1", "fs__write", nil, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.RecordEndLater(journaled, OutcomeOK, "")
+	l.RecordEndLater(row, OutcomeOK, "")
+}
