@@ -84,14 +84,11 @@ func (r *rugRig) start() *host {
 // cli runs a quiver command in process on the rig's files.
 func (r *rugRig) cli(args ...string) string {
 	r.t.Helper()
-	var out, errOut bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
-	// Flags go before the names: a flag after the first name is a name.
-	full := append(append(args[:2:2], "--config", r.config, "--state-dir", r.state), args[2:]...)
-	if code := run(context.Background(), e, full); code != exitOK {
-		r.t.Fatalf("quiver %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	code, out := runCLI(r, args...)
+	if code != exitOK {
+		r.t.Fatalf("quiver %s: exit %d\n%s", strings.Join(args, " "), code, out)
 	}
-	return out.String()
+	return out
 }
 
 // callUntil calls name until the answer satisfies ok (quiver follows a

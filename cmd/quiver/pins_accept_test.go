@@ -69,7 +69,8 @@ func TestPinAcceptPinsWhatWasShown(t *testing.T) {
 }
 
 // runCLI runs quiver on the rig's files and returns its exit code and
-// everything it printed.
+// everything it printed. Flags go before the names: a flag after the
+// first name is a name.
 func runCLI(r *rugRig, args ...string) (int, string) {
 	var out bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
