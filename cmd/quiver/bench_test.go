@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -214,7 +213,7 @@ func profileEnv(b *testing.B, dir, name string) []string {
 func profiled(b *testing.B, cmd *exec.Cmd, prefix string) {
 	b.Cleanup(func() {
 		os.Remove(prefix + ".done")
-		if cmd.Process == nil || cmd.Process.Signal(syscall.SIGUSR1) != nil {
+		if cmd.Process == nil || profileSignal == nil || cmd.Process.Signal(profileSignal) != nil {
 			return
 		}
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
