@@ -18,6 +18,10 @@ import (
 // still starting, or once ready says the snapshot has what the caller
 // needs, or after wait (surface.search_wait), whichever comes first.
 func (s *Server) awaitStartup(ctx context.Context, wait time.Duration, ready func(*snapshot) bool) *snapshot {
+	// The common case, every server settled, costs no timer.
+	if st := s.state.Load(); !anyStarting(st.cat) {
+		return st
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
@@ -80,7 +84,7 @@ func (s *Server) awaitTool(ctx context.Context, req *mcp.CallToolRequest) {
 	if sv, ok := st.cat.Status(srv.Name); !ok || sv.State != registry.StateStarting {
 		return
 	}
-	s.awaitStartup(ctx, s.cfg().Surface.SearchWait, func(st *snapshot) bool {
+	s.awaitStartup(ctx, st.cfg.Surface.SearchWait, func(st *snapshot) bool {
 		_, ok := st.tools[name]
 		sv, _ := st.cat.Status(srv.Name)
 		return ok || sv.State != registry.StateStarting
