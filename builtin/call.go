@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/gate"
 )
 
 // A Caller runs a tool call through quiver's one dispatch path (gate,
@@ -26,14 +28,14 @@ func Call(ctx context.Context, c Caller, raw json.RawMessage) *mcp.CallToolResul
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
-		return refuse("deny.args_shape", fmt.Sprintf(
+		return refuse(gate.CodeArgsShape, fmt.Sprintf(
 			`call_tool takes {"name": "server__tool", "arguments": {...}}; %s.`, plain(err)))
 	}
 	switch args.Name {
 	case "":
-		return refuse("deny.args_shape", `call_tool needs the tool's name: {"name": "server__tool", "arguments": {...}}.`)
+		return refuse(gate.CodeArgsShape, `call_tool needs the tool's name: {"name": "server__tool", "arguments": {...}}.`)
 	case CallToolName, SearchToolsName:
-		return refuse("deny.args_shape", fmt.Sprintf("call %s directly, not through call_tool.", args.Name))
+		return refuse(gate.CodeArgsShape, fmt.Sprintf("call %s directly, not through call_tool.", args.Name))
 	}
 	return c.CallTool(ctx, args.Name, args.Arguments)
 }

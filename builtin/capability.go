@@ -55,35 +55,35 @@ func RequestCapability(ctx context.Context, a Approver, raw json.RawMessage) *mc
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return refuse("deny.args_invalid", fmt.Sprintf(`request_capability takes {"capability": "...", "path" or "tool": "...", "reason": "..."}; %s.`, plain(err)))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(`request_capability takes {"capability": "...", "path" or "tool": "...", "reason": "..."}; %s.`, plain(err)))
 	}
 	r.Reason = strings.TrimSpace(r.Reason)
 	switch r.Capability {
 	case "read_outside_fence", "mutate_outside_fence":
 		if !strings.HasPrefix(r.Path, "/") {
-			return refuse("deny.args_invalid", fmt.Sprintf("%s needs the absolute path you need, e.g. {\"path\": \"/data/reports\"}.", r.Capability))
+			return refuse(gate.CodeArgsInvalid, fmt.Sprintf("%s needs the absolute path you need, e.g. {\"path\": \"/data/reports\"}.", r.Capability))
 		}
 	case "write", "destructive", "execute", "network", "admin":
 		if r.Tool == "" {
-			return refuse("deny.args_invalid", fmt.Sprintf("%s needs the tool's exact name, e.g. {\"tool\": \"github__delete_repo\"}.", r.Capability))
+			return refuse(gate.CodeArgsInvalid, fmt.Sprintf("%s needs the tool's exact name, e.g. {\"tool\": \"github__delete_repo\"}.", r.Capability))
 		}
 	default:
-		return refuse("deny.args_invalid", fmt.Sprintf("capability %q is not one of read_outside_fence, mutate_outside_fence, write, destructive, execute, network, admin.", r.Capability))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("capability %q is not one of read_outside_fence, mutate_outside_fence, write, destructive, execute, network, admin.", r.Capability))
 	}
 	if r.Reason == "" {
-		return refuse("deny.args_invalid", "say why you need it in reason: the user reads it before deciding.")
+		return refuse(gate.CodeArgsInvalid, "say why you need it in reason: the user reads it before deciding.")
 	}
 	// The reason and the tool's name go on a card a person reads: a
 	// newline, a bidi override or a line separator could make the card
 	// say something quiver did not.
 	if err := gate.CheckModelText(r.Reason); err != nil {
-		return refuse("deny.args_invalid", fmt.Sprintf("reason: %v. Write one plain sentence the user will read.", err))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("reason: %v. Write one plain sentence the user will read.", err))
 	}
 	if r.Tool != "" && !toolName.MatchString(r.Tool) {
-		return refuse("deny.args_invalid", fmt.Sprintf("tool %q is not a tool name; give the exact name search_tools showed (letters, digits, _ and -).", r.Tool))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("tool %q is not a tool name; give the exact name search_tools showed (letters, digits, _ and -).", r.Tool))
 	}
 	if err := gate.CheckModelText(r.Path); r.Path != "" && err != nil {
-		return refuse("deny.args_invalid", fmt.Sprintf("path: %v. Give the plain absolute path.", err))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("path: %v. Give the plain absolute path.", err))
 	}
 	return a.RequestCapability(ctx, r)
 }

@@ -7,14 +7,8 @@ import (
 	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
-)
 
-// Loop guard codes.
-const (
-	// CodeRepeatedSearch refuses a search already answered this turn.
-	CodeRepeatedSearch = "deny.repeated_search"
-	// CodeSearchLoop ends a search repeated too often in one turn.
-	CodeSearchLoop = "deny.search_loop"
+	"github.com/quiver-mcp/quiver/gate"
 )
 
 // maxRepeats is how many times one search may be repeated in a turn and
@@ -73,14 +67,14 @@ func (st SearchTool) guard(key, query string) *mcp.CallToolResult {
 	case repeats == 0:
 		return nil
 	case repeats > maxRepeats:
-		return refuse(CodeSearchLoop, fmt.Sprintf(
+		return refuse(gate.CodeSearchLoop, fmt.Sprintf(
 			"You have searched for %q %d times this turn. Stop searching; tell the user what you were trying to do and that the tools found did not get you there.",
 			query, repeats+1))
 	case len(bound) == 0:
-		return refuse(CodeRepeatedSearch, fmt.Sprintf(
+		return refuse(gate.CodeRepeatedSearch, fmt.Sprintf(
 			"You already searched for %q this turn and it bound nothing; searching again gives the same answer. Try other words, or tell the user no connected tool fits.", query))
 	default:
-		return refuse(CodeRepeatedSearch, fmt.Sprintf(
+		return refuse(gate.CodeRepeatedSearch, fmt.Sprintf(
 			"You already searched for %q this turn; its tools are bound: %s. Call one of them (directly or with call_tool) instead of searching again.",
 			query, strings.Join(bound, ", ")))
 	}

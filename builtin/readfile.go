@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/gate"
 )
 
 // ReadFileName is the builtin that reads skills, references and files.
@@ -56,15 +58,15 @@ func ReadFile(ctx context.Context, lib Library, fr FileReader, raw json.RawMessa
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
-		return refuse("deny.args_invalid", fmt.Sprintf(`read_file takes {"path": "...", "offset": 0, "limit": 32768}; %s.`, plain(err)))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(`read_file takes {"path": "...", "offset": 0, "limit": 32768}; %s.`, plain(err)))
 	}
 	switch {
 	case args.Path == "":
-		return refuse("deny.args_invalid", `read_file needs a path: {"path": "quiver://skills/..."} from a search answer, or an absolute file path.`)
+		return refuse(gate.CodeArgsInvalid, `read_file needs a path: {"path": "quiver://skills/..."} from a search answer, or an absolute file path.`)
 	case args.Offset < 0:
-		return refuse("deny.args_invalid", "offset must be 0 or more.")
+		return refuse(gate.CodeArgsInvalid, "offset must be 0 or more.")
 	case args.Limit < 0 || args.Limit > MaxReadLimit:
-		return refuse("deny.args_invalid", fmt.Sprintf("limit must be 1 to %d bytes.", MaxReadLimit))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("limit must be 1 to %d bytes.", MaxReadLimit))
 	case args.Limit == 0:
 		args.Limit = DefaultReadLimit
 	}
@@ -83,14 +85,14 @@ func ReadFile(ctx context.Context, lib Library, fr FileReader, raw json.RawMessa
 		}
 	}
 	if args.Offset > size {
-		return refuse("deny.args_invalid", fmt.Sprintf("offset %d is past the end of %s (%d bytes).", args.Offset, args.Path, size))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("offset %d is past the end of %s (%d bytes).", args.Offset, args.Path, size))
 	}
 	// Cut on a rune boundary so the text stays valid UTF-8.
 	for len(data) > 0 && args.Offset+int64(len(data)) < size && !utf8.Valid(data[max(0, len(data)-4):]) {
 		data = data[:len(data)-1]
 	}
 	if !utf8.Valid(data) {
-		return refuse("deny.binary_file", fmt.Sprintf("%s is not text; read_file only returns text.", args.Path))
+		return refuse(gate.CodeBinaryFile, fmt.Sprintf("%s is not text; read_file only returns text.", args.Path))
 	}
 	text := string(data)
 	end := args.Offset + int64(len(data))

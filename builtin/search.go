@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/index"
 )
 
@@ -92,24 +93,24 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
-		return refuse("deny.args_invalid", fmt.Sprintf(
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(
 			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"server\": \"a server's name\", \"limit\": 1-10}; %s.", plain(err)))
 	}
 	args.Query = strings.TrimSpace(args.Query)
 	if args.Query == "" {
-		return refuse("deny.args_invalid", `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
+		return refuse(gate.CodeArgsInvalid, `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
 	}
 	if n := utf8.RuneCountInString(args.Query); n > maxQuery {
 		// A query is a few words; a megabyte of them cost seconds of
 		// search (red team: 1 MB, 13 s of CPU).
-		return refuse("deny.args_invalid", fmt.Sprintf("the query is %d characters long; say in a few words (at most %d characters) what you need.", n, maxQuery))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("the query is %d characters long; say in a few words (at most %d characters) what you need.", n, maxQuery))
 	}
 	kinds, ok := KindsFor(args.Kind)
 	if !ok {
-		return refuse("deny.args_invalid", fmt.Sprintf("kind %q is not one of any, tool, core, mcp, skill, reference.", args.Kind))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("kind %q is not one of any, tool, core, mcp, skill, reference.", args.Kind))
 	}
 	if args.Limit < 0 || args.Limit > 10 {
-		return refuse("deny.args_invalid", fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
 	}
 	args.Server = strings.TrimSpace(args.Server)
 	scope := args.Kind
@@ -125,7 +126,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
-		return refuse("deny.args_invalid", fmt.Sprintf(
+		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(
 			"no connected server is named %q; search without \"server\", or use a name a search answer gives after \"More in\".", args.Server))
 	}
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/index"
 )
 
@@ -43,17 +44,17 @@ func TestLoopGuard(t *testing.T) {
 		steps []step
 	}{
 		{"same words any order or case", []step{
-			{"take a note", 1, ""}, {"Note a TAKE", 1, CodeRepeatedSearch}, {"  take, a note ", 1, CodeRepeatedSearch},
+			{"take a note", 1, ""}, {"Note a TAKE", 1, gate.CodeRepeatedSearch}, {"  take, a note ", 1, gate.CodeRepeatedSearch},
 		}},
 		{"fourth repeat says stop", []step{
-			{"take a note", 1, ""}, {"take a note", 1, CodeRepeatedSearch}, {"take a note", 1, CodeRepeatedSearch},
-			{"take a note", 1, CodeRepeatedSearch}, {"take a note", 1, CodeSearchLoop}, {"take a note", 1, CodeSearchLoop},
+			{"take a note", 1, ""}, {"take a note", 1, gate.CodeRepeatedSearch}, {"take a note", 1, gate.CodeRepeatedSearch},
+			{"take a note", 1, gate.CodeRepeatedSearch}, {"take a note", 1, gate.CodeSearchLoop}, {"take a note", 1, gate.CodeSearchLoop},
 		}},
 		{"a different query resets", []step{
-			{"take a note", 1, ""}, {"take a note", 1, CodeRepeatedSearch}, {"read a file", 1, ""}, {"take a note", 1, ""},
+			{"take a note", 1, ""}, {"take a note", 1, gate.CodeRepeatedSearch}, {"read a file", 1, ""}, {"take a note", 1, ""},
 		}},
 		{"a new turn resets", []step{
-			{"take a note", 1, ""}, {"take a note", 1, CodeRepeatedSearch}, {"take a note", 2, ""}, {"take a note", 2, CodeRepeatedSearch},
+			{"take a note", 1, ""}, {"take a note", 1, gate.CodeRepeatedSearch}, {"take a note", 2, ""}, {"take a note", 2, gate.CodeRepeatedSearch},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,10 +71,10 @@ func TestLoopGuard(t *testing.T) {
 				case s.want != "" && (!res.IsError || !strings.HasPrefix(out, s.want+":")):
 					t.Fatalf("step %d %q: want %s, got %s", i, s.query, s.want, out)
 				}
-				if s.want == CodeRepeatedSearch && !strings.Contains(out, "example__notes_add") {
+				if s.want == gate.CodeRepeatedSearch && !strings.Contains(out, "example__notes_add") {
 					t.Errorf("step %d: the refusal must name the bound tools: %s", i, out)
 				}
-				if s.want == CodeSearchLoop && !strings.Contains(out, "tell the user") {
+				if s.want == gate.CodeSearchLoop && !strings.Contains(out, "tell the user") {
 					t.Errorf("step %d: the loop error must tell the model to stop and report: %s", i, out)
 				}
 			}

@@ -53,41 +53,6 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Stable decision codes. Hosts, logs and the ledger key on these; never
-// rename one.
-const (
-	CodeAllow       = "allow.policy" // the class default allows
-	CodeAllowRule   = "allow.rule"
-	CodeAllowGrant  = "allow.grant"
-	CodeAllowPermit = "allow.permit"
-
-	CodeUnknownTool      = "deny.unknown_tool"
-	CodeWithheld         = "deny.withheld"
-	CodeNotBound         = "deny.not_bound"
-	CodeSlashGated       = "deny.slash_gated"
-	CodeArgsShape        = "deny.args_shape"
-	CodeArgsInvalid      = "deny.args_invalid"
-	CodeCorrectionBudget = "deny.correction_budget"
-	CodeReadOnly         = "deny.read_only_activity"
-	CodeJustification    = "deny.justification"
-	CodeBadPath          = "deny.bad_path"
-	CodeOutsideFence     = "deny.outside_fence"    // policy outside_fence: deny
-	CodeProtectedPath    = "deny.protected_path"   // quiver's own files (WithProtected)
-	CodeArgsTooComplex   = "deny.args_too_complex" // more paths than the fence checks per call
-	CodeDenyRule         = "deny.rule"
-	CodeDenyPolicy       = "deny.policy" // the class default denies
-	CodeInternal         = "deny.internal"
-
-	CodeAskReadOutside   = "ask.read_outside_fence"
-	CodeAskMutateOutside = "ask.mutate_outside_fence"
-	CodeAskRule          = "ask.rule"
-	CodeAskPolicy        = "ask.policy" // the class default asks
-)
-
-// CodeDefinitionChanged: the tool's server changed its definition since it
-// was pinned, and no person has accepted the change.
-const CodeDefinitionChanged = "deny.definition_changed"
-
 // Capabilities a path outside the fence needs. A mutate grant also covers
 // reading. Other needs are named by the tool's class ("execute", ...).
 const (
