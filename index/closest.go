@@ -39,7 +39,7 @@ func (ix *Index) Closest(text string, n int, kinds ...Kind) []string {
 	}
 	cands := make([]scored, 0, len(ix.entries))
 	for i, e := range ix.entries {
-		if len(kinds) > 0 && !kindIn(e.Kind, kinds) {
+		if !kindOK(e.Kind, kinds) {
 			continue
 		}
 		nf := ix.names[i]
@@ -95,13 +95,4 @@ func tokenDistance(q, name []string) float64 {
 		}
 	}
 	return sum
-}
-
-func kindIn(k Kind, kinds []Kind) bool {
-	for _, x := range kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }

@@ -2,7 +2,8 @@ package index
 
 import (
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // Kind is what an entry is: quiver's own tool, a downstream MCP tool, a skill
@@ -62,7 +63,7 @@ func ParamsFromSchema(raw json.RawMessage) []Param {
 		return nil
 	}
 	var out []Param
-	for _, name := range sortedKeys(root.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(root.Properties)) {
 		var prop schemaNode
 		if json.Unmarshal(root.Properties[name], &prop) != nil {
 			out = append(out, Param{Name: name})
@@ -78,20 +79,11 @@ func ParamsFromSchema(raw json.RawMessage) []Param {
 				nested = item.Properties
 			}
 		}
-		for _, child := range sortedKeys(nested) {
+		for _, child := range slices.Sorted(maps.Keys(nested)) {
 			var c schemaNode
 			_ = json.Unmarshal(nested[child], &c) // a bad child still gives its name
 			out = append(out, Param{Name: name + "." + child, Description: c.Description})
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -28,24 +28,23 @@ var thingPatterns = []thingPattern{
 	{regexp.MustCompile(`\b[\w-]+\.([a-z][a-z0-9]{1,4})\b`), " file $1 ", " $1 "},
 }
 
-func describeThings(q string) string {
-	if !strings.ContainsAny(q, "/.@#+") {
-		return q
-	}
-	for _, p := range thingPatterns {
-		q = p.re.ReplaceAllString(q, p.words)
-	}
-	return q
-}
+// describeThings replaces each thing in q by the words for its kind.
+func describeThings(q string) string { return replaceThings(q, false) }
 
 // stripThings removes what describeThings would describe, keeping a file's
 // extension: the words only describeThings adds are those of the kinds.
-func stripThings(q string) string {
+func stripThings(q string) string { return replaceThings(q, true) }
+
+func replaceThings(q string, bare bool) string {
 	if !strings.ContainsAny(q, "/.@#+") {
 		return q
 	}
 	for _, p := range thingPatterns {
-		q = p.re.ReplaceAllString(q, p.bare)
+		with := p.words
+		if bare {
+			with = p.bare
+		}
+		q = p.re.ReplaceAllString(q, with)
 	}
 	return q
 }

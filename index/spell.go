@@ -1,6 +1,10 @@
 package index
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/quiver-mcp/quiver/internal/textdist"
+)
 
 // speller corrects a query word that the catalog does not contain to the most
 // common catalog word one edit away (insert, delete, substitute, or swap two
@@ -84,7 +88,7 @@ func (s *speller) correct(w string) string {
 			if !better {
 				continue
 			}
-			if osaDistance(w, cand, 1) <= 1 {
+			if textdist.OSA(w, cand) <= 1 {
 				best, bestFreq = int(id), f
 			}
 		}
@@ -95,35 +99,4 @@ func (s *speller) correct(w string) string {
 		return ""
 	}
 	return s.words[best]
-}
-
-// osaDistance is the optimal string alignment distance (Levenshtein plus
-// adjacent transpositions) between a and b, on bytes; lengths further apart
-// than max give max+1 without the table.
-func osaDistance(a, b string, max int) int {
-	if d := len(a) - len(b); d > max || -d > max {
-		return max + 1
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				v = min(v, prev2[j-2]+1)
-			}
-			cur[j] = v
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

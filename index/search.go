@@ -1,0 +1,309 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/blugelabs/bluge"
+	"github.com/blugelabs/bluge/search"
+)
+
+// Query is one search.
+type Query struct {
+	Text   string
+	Kinds  []Kind // empty = any kind
+	Server string // only this server's entries; "" = every server's
+	Limit  int    // <=0 means 5; capped at 10
+}
+
+// Hit is one found entry.
+type Hit struct {
+	Entry Entry
+	Score float64
+}
+
+// Result is a search's answer.
+type Result struct {
+	Hits []Hit
+	// Servers are the few servers that match the query best, each
+	// with the names of its other entries (not in Hits), best first: an
+	// answer names them compactly, so that a model that knows "squash a
+	// PR" is a merge can ask for the right tool by name.
+	Servers []ServerHit
+	// Also are the exposed names of the next-ranked entries past Hits that
+	// no server in Servers lists, best first: a compact second chance for
+	// a right tool ranked just out of the hits on a server not listed.
+	Also []string
+	// Weak is true when nothing matched well (the best hit is a poor match):
+	// the answer must say so plainly.
+	Weak bool
+	// NoServer is true when Query.Server names no server of the catalog.
+	NoServer bool
+}
+
+// ServerHit is a server ranked for a query.
+type ServerHit struct {
+	Name  string   // the server key
+	Score float64  // how well the server's document matches, for ordering
+	More  []string // exposed names of its other entries, best first
+	Rest  int      // how many of its other entries More leaves out
+}
+
+const (
+	defaultLimit = 5
+	maxLimit     = 10
+)
+
+// word gives an empty, weak result.
+func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	limit = min(limit, maxLimit)
+	only := int32(-1)
+	if q.Server != "" {
+		sid, ok := ix.servers.ids[q.Server]
+		if !ok {
+			return Result{Weak: true, NoServer: true}, nil
+		}
+		only = sid
+	}
+
+	exact := ix.exactNames(q, only)
+	qts := ix.queryTerms(q.Text)
+	if len(qts) == 0 && len(exact) == 0 {
+		return Result{Weak: true}, nil
+	}
+	var cands []candidate
+	if len(qts) > 0 {
+		depth := max(limit, ix.opts.rerankDepth)
+		var err error
+		cands, err = ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds, q.Server), depth)
+		if err != nil {
+			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+		}
+	}
+	if len(cands) == 0 && len(exact) == 0 {
+		return Result{Weak: true}, nil
+	}
+	var res Result
+	docs, docTop := ix.serverScores(qts)
+	if len(cands) > 0 {
+		ix.rerank(cands, qts, docs, docTop)
+		if ix.opts.feedbackTerms > 0 {
+			if fq := ix.feedback(cands, qts); len(fq) > len(qts) {
+				more, err := ix.candidates(ctx, ix.blugeQuery(fq, q.Kinds, q.Server), max(limit, ix.opts.rerankDepth))
+				if err != nil {
+					return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
+				}
+				if len(more) > 0 {
+					ix.rerank(more, qts, docs, docTop)
+					cands = more
+				}
+			}
+		}
+		res.Weak = ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage
+	}
+	if len(exact) > 0 {
+		// A tool's exact name is a request for that tool: it comes first,
+		// however its description scores.
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { return slices.Contains(exact, c.i) })
+		top := 1.0
+		if len(cands) > 0 {
+			top = cands[0].score
+		}
+		lead := make([]candidate, len(exact))
+		for k, i := range exact {
+			lead[k] = candidate{i: i, score: top + 1}
+		}
+		cands = append(lead, cands...)
+		res.Weak = false
+	}
+	shown := make([]int, 0, limit)
+	for _, c := range cands[:min(limit, len(cands))] {
+		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
+		shown = append(shown, c.i)
+	}
+	res.Servers = ix.rankServers(qts, docs, docTop, cands, shown, q.Kinds, only)
+	res.Also = ix.also(cands[len(shown):], res.Servers)
+	return res, nil
+}
+
+// feedback is qts with the terms the top candidates' names, titles and
+// lead sentences share most (pseudo-relevance feedback), at a low weight.
+func (ix *Index) feedback(cands []candidate, qts []queryTerm) []queryTerm {
+	in := map[string]bool{}
+	for _, qt := range qts {
+		in[qt.term] = true
+	}
+	score := map[string]float64{}
+	for _, c := range cands[:min(ix.opts.feedbackDocs, len(cands))] {
+		for _, t := range ix.heads[c.i] {
+			if !in[t] && float64(ix.df[t]) <= ix.opts.relatedMaxShare*float64(ix.docs) {
+				score[t] += ix.idf(ix.df[t])
+			}
+		}
+	}
+	terms := make([]string, 0, len(score))
+	for t := range score {
+		terms = append(terms, t)
+	}
+	sort.Slice(terms, func(a, b int) bool {
+		if score[terms[a]] != score[terms[b]] {
+			return score[terms[a]] > score[terms[b]]
+		}
+		return terms[a] < terms[b]
+	})
+	out := append([]queryTerm(nil), qts...)
+	for _, t := range terms[:min(ix.opts.feedbackTerms, len(terms))] {
+		out = append(out, queryTerm{term: t, weight: ix.opts.feedbackWeight})
+	}
+	return out
+}
+
+// exactNames are the entries whose exposed name, or tool part, is the
+// query itself (case aside), within the query's kinds and server.
+func (ix *Index) exactNames(q Query, only int32) []int {
+	t := strings.ToLower(strings.TrimSpace(q.Text))
+	if t == "" || strings.ContainsAny(t, " \t\n") {
+		return nil
+	}
+	var out []int
+	for _, i := range ix.byName[t] {
+		if kindOK(ix.entries[i].Kind, q.Kinds) && (only < 0 || ix.serverOf[i] == only) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// candidates are the depth best entries by bluge's score, equal scores in
+// entry order. Scores do not depend on how the index is segmented (see
+// bm25), but bluge orders equal scores by segment, not entry; so ask for
+// twice as many as needed, and for more while the last ones tie: none of
+// the ties may be left out.
+func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]candidate, error) {
+	for n := 2 * depth; ; n *= 2 {
+		cands, err := ix.topN(ctx, bq, n)
+		if err != nil {
+			return nil, err
+		}
+		if len(cands) == n && cands[depth-1].score == cands[n-1].score {
+			continue // ties at the cut: some may be out of the n
+		}
+		sort.Slice(cands, func(a, b int) bool {
+			if cands[a].score != cands[b].score {
+				return cands[a].score > cands[b].score
+			}
+			return cands[a].i < cands[b].i
+		})
+		return cands[:min(depth, len(cands))], nil
+	}
+}
+
+func (ix *Index) topN(ctx context.Context, bq bluge.Query, n int) ([]candidate, error) {
+	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(n, bq))
+	if err != nil {
+		return nil, err
+	}
+	cands := make([]candidate, 0, n)
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return cands, nil
+		}
+		i, err := ix.docIndex(m)
+		if err != nil {
+			return nil, err
+		}
+		cands = append(cands, candidate{i: i, score: m.Score})
+	}
+}
+
+type candidate struct {
+	i     int
+	score float64
+}
+
+// rerank adds the server-domain prior and the query's coverage to bluge's
+// scores and sorts.
+func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best float64) {
+	top := cands[0].score
+	if ix.opts.serverPrior > 0 {
+		if best > 0 {
+			for k := range cands {
+				if sid := ix.serverOf[cands[k].i]; sid >= 0 {
+					cands[k].score += ix.opts.serverPrior * top * docs[sid] / best
+				}
+			}
+		}
+	}
+	if ix.opts.domainWeight > 0 {
+		dom := map[int32]float64{}
+		var best float64
+		for _, c := range cands {
+			sid := ix.serverOf[c.i]
+			if sid < 0 {
+				continue
+			}
+			if _, ok := dom[sid]; ok {
+				continue
+			}
+			var d float64
+			for _, qt := range qts {
+				if n := ix.serverCount(qt.term, sid); n > 0 {
+					d += qt.weight * ix.idf(ix.df[qt.term]) * float64(n) / float64(ix.serverSize[sid])
+				}
+			}
+			dom[sid] = d
+			best = max(best, d)
+		}
+		if best > 0 {
+			for k := range cands {
+				if sid := ix.serverOf[cands[k].i]; sid >= 0 {
+					cands[k].score += ix.opts.domainWeight * top * dom[sid] / best
+				}
+			}
+		}
+	}
+	if ix.opts.coverWeight > 0 || ix.opts.headWeight > 0 {
+		for k := range cands {
+			i := cands[k].i
+			if ix.opts.coverWeight > 0 {
+				cands[k].score += ix.opts.coverWeight * top * ix.coverage(i, qts)
+			}
+			if ix.opts.headWeight > 0 {
+				cands[k].score += ix.opts.headWeight * top * ix.share(ix.heads[i], ix.sigs[i], qts)
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].score > cands[b].score })
+}
+
+func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
+	idx := -1
+	err := m.VisitStoredFields(func(field string, value []byte) bool {
+		if field == fieldID {
+			idx, _ = strconv.Atoi(string(value))
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read hit: %w", err)
+	}
+	if idx < 0 || idx >= len(ix.entries) {
+		return 0, fmt.Errorf("read hit: bad document id %d", idx)
+	}
+	return idx, nil
+}
+
+// queryTerms analyzes text and corrects words the catalog does not have.
