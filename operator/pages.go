@@ -13,10 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/index"
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -294,7 +293,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	if d.Query != "" {
 		args, _ := json.Marshal(map[string]any{"query": d.Query, "limit": 10})
 		res := h.p.Search(r.Context(), args)
-		d.Text, d.Refused = resultText(res), res.IsError
+		d.Text, d.Refused = toolresult.Text(res), res.IsError
 		var sc struct {
 			Hits []struct {
 				Name        string  `json:"name"`
@@ -350,16 +349,6 @@ func (h *Handler) found(query, name string) []string {
 		}
 	}
 	return out
-}
-
-func resultText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }
 
 // --- Audit ---

@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // escapeCorpus is gate/testdata/escapes.json: path-escape attempts with
@@ -122,7 +124,7 @@ policy:
 	for _, tool := range []string{"filesystem__read_text_file", "filesystem__write_file"} {
 		for _, a := range corpus.Attempts {
 			res := send(tool, a)
-			out := textOf(res)
+			out := toolresult.Text(res)
 			refusedByQuiver := res.IsError && (strings.HasPrefix(out, "deny.") || strings.HasPrefix(out, "ask."))
 			if !refusedByQuiver || strings.Contains(out, secret) {
 				escapes++
@@ -138,7 +140,7 @@ policy:
 	outsideHere := map[string]bool{"inside_relative": true, "inside_file_uri": true}
 	for _, tool := range []string{"filesystem__read_text_file", "filesystem__write_file"} {
 		for _, a := range corpus.Controls {
-			out := textOf(send(tool, a))
+			out := toolresult.Text(send(tool, a))
 			refused := strings.HasPrefix(out, "deny.") || strings.HasPrefix(out, "ask.")
 			if outsideHere[a.Name] {
 				if !refused {

@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 func TestServerDownAtStart(t *testing.T) {
@@ -31,10 +33,10 @@ func TestServerDownAtStart(t *testing.T) {
 	h.waitTools("example__current_time")
 	res := h.searchUntil("take a note", "example__notes_add")
 	if res.IsError {
-		t.Fatalf("a broken server must not break search: %s", textOf(res))
+		t.Fatalf("a broken server must not break search: %s", toolresult.Text(res))
 	}
 	if got := h.call("example__notes_list", map[string]any{}); got.IsError {
-		t.Fatalf("the working server must keep working: %s", textOf(got))
+		t.Fatalf("the working server must keep working: %s", toolresult.Text(got))
 	}
 }
 
@@ -120,8 +122,8 @@ func TestDownstreamDiesMidCall(t *testing.T) {
 	h.waitTools("example__crash")
 	res := h.call("example__crash", map[string]any{})
 	wantRefusal(t, res, "error.server_down")
-	if !strings.Contains(textOf(res), "example") {
-		t.Fatalf("the error should name the server: %s", textOf(res))
+	if !strings.Contains(toolresult.Text(res), "example") {
+		t.Fatalf("the error should name the server: %s", toolresult.Text(res))
 	}
 	// quiver lives on, and the server comes back.
 	deadline := time.Now().Add(15 * time.Second)
@@ -131,7 +133,7 @@ func TestDownstreamDiesMidCall(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the example server was not restarted: %s", textOf(got))
+			t.Fatalf("the example server was not restarted: %s", toolresult.Text(got))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -233,7 +235,7 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 	}
 	wantRefusal(t, b.call("example__notes_add", map[string]any{"title": "x", "body": "y"}), "deny.not_bound")
 	if res := a.call("example__notes_list", map[string]any{}); res.IsError {
-		t.Fatalf("session a: %s", textOf(res))
+		t.Fatalf("session a: %s", toolresult.Text(res))
 	}
 	// A slash command in a forces nothing in b.
 	// (a's list may not change: its search had bound notes_add already.)

@@ -22,6 +22,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // TestFuzzFilesystemFence is a differential fuzz test with the real
@@ -512,7 +514,7 @@ func (f *fuzzRig) run(c fuzzCase) fuzzOutcome {
 		f.t.Fatalf("tools/call %s %s: %v (quiver stopped answering)", c.Tool, c.json(), err)
 	}
 	if res != nil && res.IsError {
-		out := textOf(res)
+		out := toolresult.Text(res)
 		o.refused = strings.HasPrefix(out, "deny.") || strings.HasPrefix(out, "ask.")
 	}
 	o.leaked = f.leak(wire.text() + "\n" + o.answer)

@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // cardAnswerer plays the person in front of the host: it answers approval
@@ -82,11 +84,11 @@ func addNote(t *testing.T, h *host, title string) string {
 	t.Helper()
 	res := h.call("example__notes_add", map[string]any{"title": title, "body": "b"})
 	if res.IsError {
-		t.Fatalf("notes_add: %s", textOf(res))
+		t.Fatalf("notes_add: %s", toolresult.Text(res))
 	}
-	id := regexp.MustCompile(`n\d+`).FindString(textOf(res))
+	id := regexp.MustCompile(`n\d+`).FindString(toolresult.Text(res))
 	if id == "" {
-		t.Fatalf("no note id in %q", textOf(res))
+		t.Fatalf("no note id in %q", toolresult.Text(res))
 	}
 	return id
 }
@@ -98,14 +100,14 @@ func TestApprovalCards(t *testing.T) {
 		h.waitTools("example__notes_delete")
 		first, second := addNote(t, h, "one"), addNote(t, h, "two")
 		if res := h.call("example__notes_delete", map[string]any{"id": first}); res.IsError {
-			t.Fatalf("approved once, still refused: %s", textOf(res))
+			t.Fatalf("approved once, still refused: %s", toolresult.Text(res))
 		}
 		msg, _ := a.message.Load().(string)
 		if !strings.Contains(msg, "example__notes_delete") || !strings.Contains(msg, "destructive") {
 			t.Errorf("the card must name the tool and the capability: %q", msg)
 		}
 		if res := h.call("example__notes_delete", map[string]any{"id": second}); res.IsError {
-			t.Fatalf("second delete: %s", textOf(res))
+			t.Fatalf("second delete: %s", toolresult.Text(res))
 		}
 		if n := a.shown.Load(); n != 2 {
 			t.Fatalf("allow once must ask again for another call: %d cards, want 2", n)
@@ -117,7 +119,7 @@ func TestApprovalCards(t *testing.T) {
 		h.waitTools("example__notes_delete")
 		for _, title := range []string{"a", "b", "c"} {
 			if res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, title)}); res.IsError {
-				t.Fatalf("delete after a session grant: %s", textOf(res))
+				t.Fatalf("delete after a session grant: %s", toolresult.Text(res))
 			}
 		}
 		if n := a.shown.Load(); n != 1 {
@@ -130,7 +132,7 @@ func TestApprovalCards(t *testing.T) {
 		id := addNote(t, h, "keep me")
 		wantRefusal(t, h.call("example__notes_delete", map[string]any{"id": id}), "deny.approval_denied")
 		if got := h.call("example__notes_read", map[string]any{"id": id}); got.IsError {
-			t.Fatalf("a declined delete must not have run: %s", textOf(got))
+			t.Fatalf("a declined delete must not have run: %s", toolresult.Text(got))
 		}
 	})
 	t.Run("closing_the_card_asks_again", func(t *testing.T) {
@@ -168,9 +170,9 @@ func TestApproveFromATerminal(t *testing.T) {
 	id := addNote(t, h, "old")
 	res := h.call("example__notes_delete", map[string]any{"id": id})
 	wantRefusal(t, res, "deny.approval_unavailable")
-	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(toolresult.Text(res))
 	if n == nil {
-		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
+		t.Fatalf("the refusal must say which request to approve: %s", toolresult.Text(res))
 	}
 	out, err := exec.Command(quiverBin, "grants", "--pending", "--state-dir", state).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "example__notes_delete") {
@@ -181,7 +183,7 @@ func TestApproveFromATerminal(t *testing.T) {
 		t.Fatalf("quiver approve: %v\n%s", err, out)
 	}
 	if res := h.call("example__notes_delete", map[string]any{"id": id}); res.IsError {
-		t.Fatalf("after quiver approve, the same call must run: %s", textOf(res))
+		t.Fatalf("after quiver approve, the same call must run: %s", toolresult.Text(res))
 	}
 	// The permit was for that call, once.
 	wantRefusal(t, h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "new")}), "deny.approval_unavailable")
@@ -201,17 +203,17 @@ func TestDenyFromATerminal(t *testing.T) {
 	args := map[string]any{"id": addNote(t, h, "old")}
 	res := h.call("example__notes_delete", args)
 	wantRefusal(t, res, "deny.approval_unavailable")
-	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(toolresult.Text(res))
 	if n == nil {
-		t.Fatalf("the refusal must say which request it is: %s", textOf(res))
+		t.Fatalf("the refusal must say which request it is: %s", toolresult.Text(res))
 	}
 	if out, err := exec.Command(quiverBin, "deny", n[1], "--state-dir", state).CombinedOutput(); err != nil {
 		t.Fatalf("quiver deny: %v\n%s", err, out)
 	}
 	res = h.call("example__notes_delete", args)
 	wantRefusal(t, res, "deny.approval_denied")
-	if !strings.Contains(textOf(res), "approval "+n[1]) {
-		t.Fatalf("the refusal must name the declined request %s: %s", n[1], textOf(res))
+	if !strings.Contains(toolresult.Text(res), "approval "+n[1]) {
+		t.Fatalf("the refusal must name the declined request %s: %s", n[1], toolresult.Text(res))
 	}
 	out, _ := exec.Command(quiverBin, "grants", "--pending", "--state-dir", state).CombinedOutput()
 	if strings.Contains(string(out), "example__notes_delete") {
@@ -286,14 +288,14 @@ servers:
 	h := startQuiver(t, cfg, hostOptions{})
 	h.waitTools("example__echo")
 	if res := h.call("example__echo", map[string]any{"value": "hostname"}); res.IsError {
-		t.Fatalf("an undeclared argument that is not shaped like a path is not a path: %s", textOf(res))
+		t.Fatalf("an undeclared argument that is not shaped like a path is not a path: %s", toolresult.Text(res))
 	}
 	// ...but a value shaped like a path is one whatever its name ({"from":
 	// "/etc/…"} used to pass unless declared)...
 	res := h.call("example__echo", map[string]any{"value": "/etc/hostname"})
 	wantRefusal(t, res, "deny.approval_unavailable")
-	if !strings.Contains(textOf(res), "read_outside_fence") {
-		t.Fatalf("an absolute path under any name must be fenced: %s", textOf(res))
+	if !strings.Contains(toolresult.Text(res), "read_outside_fence") {
+		t.Fatalf("an absolute path under any name must be fenced: %s", toolresult.Text(res))
 	}
 	// ...and a declared one is a path in every form: relative, with no
 	// path_base declared, it is outside.
@@ -301,8 +303,8 @@ servers:
 	h.waitTools("example__echo")
 	res = h.call("example__echo", map[string]any{"value": "hostname"})
 	wantRefusal(t, res, "deny.approval_unavailable")
-	if !strings.Contains(textOf(res), "read_outside_fence") || !strings.Contains(textOf(res), "path_base") {
-		t.Fatalf("a declared relative path with no path_base must ask, saying why: %s", textOf(res))
+	if !strings.Contains(toolresult.Text(res), "read_outside_fence") || !strings.Contains(toolresult.Text(res), "path_base") {
+		t.Fatalf("a declared relative path with no path_base must ask, saying why: %s", toolresult.Text(res))
 	}
 }
 
@@ -332,9 +334,9 @@ servers:
 	wantRefusal(t, h.call("example__echo", map[string]any{"value": 1}), "deny.justification")
 	res := h.call("example__echo", map[string]any{"value": 1, "justification": "the user asked to echo 1"})
 	if res.IsError {
-		t.Fatalf("with a justification: %s", textOf(res))
+		t.Fatalf("with a justification: %s", toolresult.Text(res))
 	}
-	if strings.Contains(textOf(res), "justification") {
-		t.Fatalf("quiver's justification must not reach the server: %s", textOf(res))
+	if strings.Contains(toolresult.Text(res), "justification") {
+		t.Fatalf("quiver's justification must not reach the server: %s", toolresult.Text(res))
 	}
 }

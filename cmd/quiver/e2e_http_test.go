@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // The HTTP front as a user meets it: "quiver serve --http" refuses foreign
@@ -122,7 +124,7 @@ func (q *httpQuiver) works(t *testing.T, headers map[string]string) {
 	h := q.connect(t, headers)
 	h.waitTools("example__current_time")
 	if res := h.call("example__current_time", map[string]any{}); res.IsError {
-		t.Fatalf("example__current_time: %s", textOf(res))
+		t.Fatalf("example__current_time: %s", toolresult.Text(res))
 	}
 }
 
@@ -459,7 +461,7 @@ func TestHTTPServeProtectsTogglesFile(t *testing.T) {
 	h := q.connect(t, nil)
 	h.waitTools("example__search_text")
 	if res := h.call("example__search_text", map[string]any{"dir": filepath.Join(dir, "work"), "pattern": "x"}); res.IsError {
-		t.Fatalf("a folder inside the fence: %s", textOf(res))
+		t.Fatalf("a folder inside the fence: %s", toolresult.Text(res))
 	}
 	wantRefusal(t, h.call("example__search_text", map[string]any{"dir": toggles, "pattern": "switch"}), "deny.protected_path")
 }

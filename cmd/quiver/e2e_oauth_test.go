@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -225,7 +226,7 @@ func TestOAuthLoginEndToEnd(t *testing.T) {
 		t.Fatalf("tools list before login: exit %d, want login needed said\n%s", code, out)
 	}
 	h := startQuiver(t, text, hostOptions{args: []string{"--config", cfg, "--state-dir", state}})
-	if got := textOf(h.search("who am I logged in as")); !strings.Contains(got, "login needed: run quiver login remote") {
+	if got := toolresult.Text(h.search("who am I logged in as")); !strings.Contains(got, "login needed: run quiver login remote") {
 		t.Fatalf("search before login must say the server needs a login:\n%s", got)
 	}
 
@@ -269,13 +270,13 @@ func TestOAuthLoginEndToEnd(t *testing.T) {
 
 	// The serving quiver finds the token and connects.
 	h.waitTools("remote__whoami")
-	if res := h.call("remote__whoami", map[string]any{}); res.IsError || !strings.Contains(textOf(res), "logged in as ada") {
-		t.Fatalf("a call through quiver after login: %s", textOf(res))
+	if res := h.call("remote__whoami", map[string]any{}); res.IsError || !strings.Contains(toolresult.Text(res), "logged in as ada") {
+		t.Fatalf("a call through quiver after login: %s", toolresult.Text(res))
 	}
 	// The token lives 2 s: after it expires, quiver refreshes it.
 	time.Sleep(2500 * time.Millisecond)
-	if res := h.call("remote__whoami", map[string]any{}); res.IsError || !strings.Contains(textOf(res), "logged in as ada") {
-		t.Fatalf("a call after the token expired: %s", textOf(res))
+	if res := h.call("remote__whoami", map[string]any{}); res.IsError || !strings.Contains(toolresult.Text(res), "logged in as ada") {
+		t.Fatalf("a call after the token expired: %s", toolresult.Text(res))
 	}
 	if refreshed, _ := o.counts(); refreshed == 0 {
 		t.Fatal("the expired token was never refreshed")

@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // The operator page, end to end in a real browser: headless Chromium
@@ -188,8 +190,8 @@ policy:
 		t.Fatalf("a new card must be announced by one browser notification: %q %v", shown, err)
 	}
 	answer(plan, "once", "approvals")
-	if res := result(done); res.IsError || !strings.Contains(textOf(res), "ship the operator page on Tuesday") {
-		t.Fatalf("after Allow once the host must get the file: %s", textOf(res))
+	if res := result(done); res.IsError || !strings.Contains(toolresult.Text(res), "ship the operator page on Tuesday") {
+		t.Fatalf("after Allow once the host must get the file: %s", toolresult.Text(res))
 	}
 	// Deny: the host is told so.
 	done = readOutside(diary)
@@ -198,8 +200,8 @@ policy:
 	// Allow for this session: a grant the Grants page lists.
 	done = readOutside(notes)
 	answer(notes, "session", "")
-	if res := result(done); res.IsError || !strings.Contains(textOf(res), "shared notes") {
-		t.Fatalf("after Allow for this session the host must get the file: %s", textOf(res))
+	if res := result(done); res.IsError || !strings.Contains(toolresult.Text(res), "shared notes") {
+		t.Fatalf("after Allow for this session the host must get the file: %s", toolresult.Text(res))
 	}
 	browse("grants", chromedp.Navigate(base+"grants"), chromedp.WaitVisible(chromedp.CSS(`#grants`)))
 	if grants := textOn(`#grants`); !strings.Contains(grants, notes) || !strings.Contains(grants, "session") {
@@ -239,7 +241,7 @@ policy:
 		t.Fatalf("the switch must write tools.yaml beside servers.yaml: %v\n%s", err, toggles)
 	}
 	deadline = time.Now().Add(10 * time.Second)
-	for strings.Contains(textOf(h.search("search text files for a pattern")), "example__search_text") {
+	for strings.Contains(toolresult.Text(h.search("search text files for a pattern")), "example__search_text") {
 		if time.Now().After(deadline) {
 			t.Fatal("the tool switched off on the page is still found by the live session's search")
 		}

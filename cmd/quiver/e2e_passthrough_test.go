@@ -12,6 +12,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // everythingServerVersion is the pinned @modelcontextprotocol/server-everything.
@@ -208,11 +210,11 @@ servers:
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			res := h.call("ev__get-roots-list", map[string]any{})
-			if strings.Contains(textOf(res), "file:///work/host-root") {
+			if strings.Contains(toolresult.Text(res), "file:///work/host-root") {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the server never saw the host's roots: %s", textOf(res))
+				t.Fatalf("the server never saw the host's roots: %s", toolresult.Text(res))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -220,15 +222,15 @@ servers:
 
 	t.Run("sampling", func(t *testing.T) {
 		res := h.call("ev__trigger-sampling-request", map[string]any{"prompt": "say hi", "maxTokens": 20})
-		if res.IsError || !strings.Contains(textOf(res), "sampled by the host") {
-			t.Fatalf("sampling did not reach the host and back: %s", textOf(res))
+		if res.IsError || !strings.Contains(toolresult.Text(res), "sampled by the host") {
+			t.Fatalf("sampling did not reach the host and back: %s", toolresult.Text(res))
 		}
 	})
 
 	t.Run("elicitation", func(t *testing.T) {
 		res := h.call("ev__trigger-elicitation-request", map[string]any{})
-		if res.IsError || !strings.Contains(textOf(res), "Quinn") {
-			t.Fatalf("elicitation did not reach the host and back: %s", textOf(res))
+		if res.IsError || !strings.Contains(toolresult.Text(res), "Quinn") {
+			t.Fatalf("elicitation did not reach the host and back: %s", toolresult.Text(res))
 		}
 	})
 
@@ -239,7 +241,7 @@ servers:
 		req.Params.Meta = &mcp.Meta{ProgressToken: "host-token-1"}
 		res, err := h.c.CallTool(ctx, req)
 		if err != nil || res.IsError {
-			t.Fatalf("long-running operation: %v %s", err, textOf(res))
+			t.Fatalf("long-running operation: %v %s", err, toolresult.Text(res))
 		}
 		n := u.waitNote(t, 5*time.Second, "progress with the host's token", func(n mcp.JSONRPCNotification) bool {
 			return n.Method == "notifications/progress" && n.Params.AdditionalFields["progressToken"] == "host-token-1"
@@ -259,7 +261,7 @@ servers:
 		time.Sleep(300 * time.Millisecond)
 		res := h.call("ev__toggle-simulated-logging", map[string]any{})
 		if res.IsError {
-			t.Fatalf("toggle logging: %s", textOf(res))
+			t.Fatalf("toggle logging: %s", toolresult.Text(res))
 		}
 		n := u.waitNote(t, 12*time.Second, "a log message from the server", func(n mcp.JSONRPCNotification) bool {
 			return n.Method == "notifications/message"
@@ -307,7 +309,7 @@ servers:
 		}
 		// And keeps working.
 		if res := h.call("ev__echo", map[string]any{"message": "still here"}); res.IsError {
-			t.Fatalf("echo after cancel: %s", textOf(res))
+			t.Fatalf("echo after cancel: %s", toolresult.Text(res))
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/internal/rugserver"
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -102,18 +103,18 @@ func (h *host) callUntil(name string, args any, what string, ok func(*mcp.CallTo
 			return res
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: %s never %s; last answer (isError=%v): %s", h.t.Name(), name, what, res.IsError, textOf(res))
+			h.t.Fatalf("%s: %s never %s; last answer (isError=%v): %s", h.t.Name(), name, what, res.IsError, toolresult.Text(res))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 func refusedWith(code string) func(*mcp.CallToolResult) bool {
-	return func(res *mcp.CallToolResult) bool { return res.IsError && strings.Contains(textOf(res), code) }
+	return func(res *mcp.CallToolResult) bool { return res.IsError && strings.Contains(toolresult.Text(res), code) }
 }
 
 func ran(res *mcp.CallToolResult) bool {
-	return !res.IsError && strings.Contains(textOf(res), " ran with ")
+	return !res.IsError && strings.Contains(toolresult.Text(res), " ran with ")
 }
 
 func rugV1() []rugserver.Def {
@@ -143,7 +144,7 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 	h.searchUntil("notes", "rug__echo_note")
 	for _, n := range []string{"rug__list_notes", "rug__add_note", "rug__count_notes", "rug__echo_note"} {
 		if res := h.call(n, map[string]any{}); !ran(res) {
-			t.Fatalf("%s before any change: %s", n, textOf(res))
+			t.Fatalf("%s before any change: %s", n, toolresult.Text(res))
 		}
 	}
 
@@ -156,20 +157,20 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 	for name, parts := range wants {
 		res := h.callUntil(name, map[string]any{}, "was refused with deny.definition_changed", refusedWith(gate.CodeDefinitionChanged))
 		for _, p := range parts {
-			if !strings.Contains(textOf(res), p) {
-				t.Errorf("%s's refusal does not name %q: %s", name, p, textOf(res))
+			if !strings.Contains(toolresult.Text(res), p) {
+				t.Errorf("%s's refusal does not name %q: %s", name, p, toolresult.Text(res))
 			}
 		}
-		if strings.Contains(textOf(res), "Ignore previous") || strings.Contains(textOf(res), "id_rsa") {
-			t.Errorf("%s's refusal hands the model the server's new text: %s", name, textOf(res))
+		if strings.Contains(toolresult.Text(res), "Ignore previous") || strings.Contains(toolresult.Text(res), "id_rsa") {
+			t.Errorf("%s's refusal hands the model the server's new text: %s", name, toolresult.Text(res))
 		}
 	}
 	// The sibling that did not change keeps working, and search no longer
 	// finds (or binds) the held ones.
 	if res := h.call("rug__echo_note", map[string]any{"x": 1}); !ran(res) {
-		t.Fatalf("the unchanged sibling stopped working: %s", textOf(res))
+		t.Fatalf("the unchanged sibling stopped working: %s", toolresult.Text(res))
 	}
-	ans := textOf(h.search("list add count notes"))
+	ans := toolresult.Text(h.search("list add count notes"))
 	for name := range wants {
 		if strings.Contains(ans, name) {
 			t.Errorf("search still offers held %s:\n%s", name, ans)
@@ -317,8 +318,8 @@ func TestPinningModes(t *testing.T) {
 				return false
 			})
 			for _, n := range []string{"rug__list_notes", "rug__add_note", "rug__count_notes"} {
-				if res := h.call(n, map[string]any{}); res.IsError && strings.Contains(textOf(res), gate.CodeDefinitionChanged) {
-					t.Errorf("pinning: %s held %s: %s", c.mode, n, textOf(res))
+				if res := h.call(n, map[string]any{}); res.IsError && strings.Contains(toolresult.Text(res), gate.CodeDefinitionChanged) {
+					t.Errorf("pinning: %s held %s: %s", c.mode, n, toolresult.Text(res))
 				}
 			}
 			mu.Lock()

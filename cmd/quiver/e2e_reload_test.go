@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // liveConfig is a servers.yaml a running quiver watches, and its state dir.
@@ -95,7 +97,7 @@ func TestReloadAddRemoveServerLive(t *testing.T) {
 		t.Fatalf("after adding a server: %v", names)
 	}
 	if res := h.call("second__echo", `{"x":1}`); res.IsError {
-		t.Fatalf("call to the added server: %s", textOf(res))
+		t.Fatalf("call to the added server: %s", toolresult.Text(res))
 	}
 
 	// A change that leaves every list as it is: no list_changed at all.
@@ -113,7 +115,7 @@ func TestReloadAddRemoveServerLive(t *testing.T) {
 		t.Errorf("doctor on a rejected change:\n%s", out)
 	}
 	if res := h.call("second__echo", `{}`); res.IsError {
-		t.Fatalf("the last good config is not in force: %s", textOf(res))
+		t.Fatalf("the last good config is not in force: %s", toolresult.Text(res))
 	}
 
 	// Remove it: exactly one list_changed; its tools are gone.
@@ -154,8 +156,8 @@ func TestToggleOffABoundTool(t *testing.T) {
 	}
 	wantRefusal(t, h.call("example__echo", `{}`), "deny.withheld")
 	wantRefusal(t, h.call("call_tool", map[string]any{"name": "example__echo", "arguments": map[string]any{}}), "deny.withheld")
-	if res := h.search("echo arguments"); strings.Contains(textOf(res), "example__echo") {
-		t.Fatalf("search finds a switched-off tool:\n%s", textOf(res))
+	if res := h.search("echo arguments"); strings.Contains(toolresult.Text(res), "example__echo") {
+		t.Fatalf("search finds a switched-off tool:\n%s", toolresult.Text(res))
 	}
 
 	// On again: it was unbound, so it must be found again.
@@ -167,17 +169,17 @@ func TestToggleOffABoundTool(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res := h.call("example__echo", `{}`)
-		if strings.Contains(textOf(res), "deny.not_bound") {
+		if strings.Contains(toolresult.Text(res), "deny.not_bound") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after enable: %s", textOf(res))
+			t.Fatalf("after enable: %s", toolresult.Text(res))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	h.searchUntil("echo arguments", "example__echo")
 	if res := h.call("example__echo", `{"x":1}`); res.IsError {
-		t.Fatalf("after search: %s", textOf(res))
+		t.Fatalf("after search: %s", toolresult.Text(res))
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // slowServer is a config entry for the example server that takes delay to
@@ -28,11 +30,11 @@ func TestFirstSearchWaitsForStartingServers(t *testing.T) {
 		"surface:\n", "surface:\n  search_wait: 20s\n", 1)
 	h := startQuiver(t, cfg, hostOptions{})
 	res := h.search("take a note")
-	if txt := textOf(res); !strings.Contains(txt, "slow__notes_add") && !strings.Contains(txt, "More in slow: notes_add") {
-		t.Errorf("the first search missed the starting server's tool:\n%s", textOf(res))
+	if txt := toolresult.Text(res); !strings.Contains(txt, "slow__notes_add") && !strings.Contains(txt, "More in slow: notes_add") {
+		t.Errorf("the first search missed the starting server's tool:\n%s", toolresult.Text(res))
 	}
 	if got := h.call("later__notes_list", map[string]any{}); got.IsError {
-		t.Errorf("a direct call of a starting server's tool: %s", textOf(got))
+		t.Errorf("a direct call of a starting server's tool: %s", toolresult.Text(got))
 	}
 }
 
@@ -47,7 +49,7 @@ func TestSearchNamesServersNotUp(t *testing.T) {
 	for _, q := range []string{"take a note", "launch the rocket to mars"} {
 		start := time.Now()
 		res := h.search(q)
-		txt := textOf(res)
+		txt := toolresult.Text(res)
 		if took := time.Since(start); took > 10*time.Second {
 			t.Errorf("%q: the search took %s; search_wait is 500ms", q, took)
 		}
@@ -82,8 +84,8 @@ func TestSearchAgainWhileStartingIsNotALoop(t *testing.T) {
 	h.turn = 1
 	for i := range 3 {
 		res := h.search("launch the rocket to mars")
-		if res.IsError || !strings.Contains(textOf(res), "still starting: sleepy") {
-			t.Fatalf("search %d while sleepy starts: %s", i+1, textOf(res))
+		if res.IsError || !strings.Contains(toolresult.Text(res), "still starting: sleepy") {
+			t.Fatalf("search %d while sleepy starts: %s", i+1, toolresult.Text(res))
 		}
 	}
 }

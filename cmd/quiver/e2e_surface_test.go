@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 func TestLeanSurface(t *testing.T) {
@@ -46,7 +48,7 @@ func TestSearchBindsAndListChanges(t *testing.T) {
 	wantRefusal(t, h.call("example__notes_add", map[string]any{"title": "a", "body": "b"}), "deny.not_bound")
 
 	res := h.searchUntil("take a note", "example__notes_add")
-	out := textOf(res)
+	out := toolresult.Text(res)
 	for _, want := range []string{`Matches for "take a note":`, "- example__notes_add [mcp] — ", "Bound for your next step: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("search answer lacks %q:\n%s", want, out)
@@ -68,12 +70,12 @@ func TestSearchBindsAndListChanges(t *testing.T) {
 
 	add := h.call("example__notes_add", map[string]any{"title": "groceries", "body": "milk"})
 	if add.IsError {
-		t.Fatalf("bound tool refused: %s", textOf(add))
+		t.Fatalf("bound tool refused: %s", toolresult.Text(add))
 	}
 	// call_tool reaches the same tool the same way.
 	got := h.call("call_tool", map[string]any{"name": "example__notes_search", "arguments": map[string]any{"query": "milk"}})
-	if got.IsError || !strings.Contains(textOf(got), "groceries") {
-		t.Fatalf("call_tool notes_search: %s", textOf(got))
+	if got.IsError || !strings.Contains(toolresult.Text(got), "groceries") {
+		t.Fatalf("call_tool notes_search: %s", toolresult.Text(got))
 	}
 }
 
@@ -86,7 +88,7 @@ func TestBindingExpiresAfterThreeTurns(t *testing.T) {
 	h.waitChanged()
 	for h.turn = 2; h.turn <= 3; h.turn++ {
 		if res := h.call("example__notes_list", map[string]any{}); res.IsError {
-			t.Fatalf("turn %d: a tool bound in turn 1 must still work: %s", h.turn, textOf(res))
+			t.Fatalf("turn %d: a tool bound in turn 1 must still work: %s", h.turn, toolresult.Text(res))
 		}
 	}
 	h.turn = 4
@@ -110,7 +112,7 @@ func TestCallModeKeepsTheListFixed(t *testing.T) {
 	}
 	res := h.call("call_tool", map[string]any{"name": "example__notes_add", "arguments": map[string]any{"title": "t", "body": "b"}})
 	if res.IsError {
-		t.Fatalf("call_tool: %s", textOf(res))
+		t.Fatalf("call_tool: %s", toolresult.Text(res))
 	}
 	wantRefusal(t, h.call("call_tool", `{"name":"example__notes_add","arguments":"title=t"}`), "deny.args_shape")
 	wantRefusal(t, h.call("call_tool", `{"name":"example__notes_add","arguments":[1,2]}`), "must be a JSON object")
@@ -134,7 +136,7 @@ func TestModernClientListNeverChanges(t *testing.T) {
 		t.Fatalf("a 2026-07-28 client's tools/list changed after a search: %v -> %v", before, after)
 	}
 	if res := h.call("call_tool", map[string]any{"name": "example__notes_list", "arguments": map[string]any{}}); res.IsError {
-		t.Fatalf("call_tool: %s", textOf(res))
+		t.Fatalf("call_tool: %s", toolresult.Text(res))
 	}
 }
 
@@ -146,7 +148,7 @@ func TestDirectModeListsEverything(t *testing.T) {
 	}
 	// Listed, so callable without a search.
 	if res := h.call("example__notes_list", map[string]any{}); res.IsError {
-		t.Fatalf("direct mode call: %s", textOf(res))
+		t.Fatalf("direct mode call: %s", toolresult.Text(res))
 	}
 }
 
@@ -154,8 +156,8 @@ func TestArgumentsPassThroughRaw(t *testing.T) {
 	h := startQuiver(t, exampleConfig("direct", ""), hostOptions{})
 	h.waitTools("example__echo")
 	res := h.call("example__echo", `{"value":12345678901234567890,"nested":{"n":1.50}}`)
-	if res.IsError || !strings.Contains(textOf(res), "12345678901234567890") {
-		t.Fatalf("a 20-digit integer must survive the proxy: %s", textOf(res))
+	if res.IsError || !strings.Contains(toolresult.Text(res), "12345678901234567890") {
+		t.Fatalf("a 20-digit integer must survive the proxy: %s", toolresult.Text(res))
 	}
 	wantRefusal(t, h.call("example__echo", `"just a string"`), "deny.args_shape")
 }
@@ -178,18 +180,18 @@ fence:
 	h.waitTools("example__current_time")
 	h.drain()
 	res := h.searchUntil("read the contents of a text file", "filesystem__read_text_file")
-	if !strings.Contains(textOf(res), "filesystem__read_text_file") {
-		t.Fatalf("search: %s", textOf(res))
+	if !strings.Contains(toolresult.Text(res), "filesystem__read_text_file") {
+		t.Fatalf("search: %s", toolresult.Text(res))
 	}
 	h.waitChanged()
 	read := h.call("filesystem__read_text_file", map[string]any{"path": filepath.Join(root, "hello.txt")})
-	if read.IsError || !strings.Contains(textOf(read), "hello from disk") {
-		t.Fatalf("read_text_file through quiver: %s", textOf(read))
+	if read.IsError || !strings.Contains(toolresult.Text(read), "hello from disk") {
+		t.Fatalf("read_text_file through quiver: %s", toolresult.Text(read))
 	}
 	outside := h.call("filesystem__read_text_file", map[string]any{"path": "/etc/hostname"})
 	wantRefusal(t, outside, "deny.approval_unavailable")
-	if !strings.Contains(textOf(outside), "read_outside_fence") || !strings.Contains(textOf(outside), "quiver approve") {
-		t.Fatalf("the refusal must name the capability and how to approve: %s", textOf(outside))
+	if !strings.Contains(toolresult.Text(outside), "read_outside_fence") || !strings.Contains(toolresult.Text(outside), "quiver approve") {
+		t.Fatalf("the refusal must name the capability and how to approve: %s", toolresult.Text(outside))
 	}
 	sneaky := h.call("filesystem__read_text_file", map[string]any{"path": root + "/../../etc/hostname"})
 	wantRefusal(t, sneaky, "outside_fence")
@@ -264,8 +266,8 @@ func TestSlashCommandsOverStdio(t *testing.T) {
 
 	// Slash-gated: found and marked, never bound, refused outside its turn.
 	res := h.searchUntil("echo arguments back", "example__echo")
-	if !strings.Contains(textOf(res), "example__echo [mcp] [slash: /probe]") || strings.Contains(textOf(res), "Bound for your next step: example__echo") {
-		t.Fatalf("search answer for a slash-gated tool:\n%s", textOf(res))
+	if !strings.Contains(toolresult.Text(res), "example__echo [mcp] [slash: /probe]") || strings.Contains(toolresult.Text(res), "Bound for your next step: example__echo") {
+		t.Fatalf("search answer for a slash-gated tool:\n%s", toolresult.Text(res))
 	}
 	wantRefusal(t, h.call("example__echo", map[string]any{"value": 1}), "deny.slash_gated")
 	h.drain()
@@ -282,7 +284,7 @@ func TestSlashCommandsOverStdio(t *testing.T) {
 		t.Fatalf("in the jot turn tools/list = %v", names)
 	}
 	if r := h.call("call_tool", map[string]any{"name": "example__notes_add", "arguments": map[string]any{"title": "groceries", "body": "milk"}}); r.IsError {
-		t.Fatalf("the forced tool through call_tool: %s", textOf(r))
+		t.Fatalf("the forced tool through call_tool: %s", toolresult.Text(r))
 	}
 	// The next turn: gone again.
 	h.turn = 2
@@ -297,8 +299,8 @@ func TestSlashCommandsOverStdio(t *testing.T) {
 	h.prompt("probe", nil)
 	h.waitChanged()
 	echo := h.call("example__echo", map[string]any{"value": "mine"})
-	if echo.IsError || !strings.Contains(textOf(echo), `"pinned"`) || strings.Contains(textOf(echo), "mine") {
-		t.Fatalf("the pinned value must reach the tool: %s", textOf(echo))
+	if echo.IsError || !strings.Contains(toolresult.Text(echo), `"pinned"`) || strings.Contains(toolresult.Text(echo), "mine") {
+		t.Fatalf("the pinned value must reach the tool: %s", toolresult.Text(echo))
 	}
 	h.turn = 3
 	wantRefusal(t, h.call("example__echo", map[string]any{"value": 1}), "deny.slash_gated")
@@ -312,14 +314,14 @@ func TestLoopGuardOverStdio(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		res := h.search("NOTE take a")
 		wantRefusal(t, res, "deny.repeated_search")
-		if !strings.Contains(textOf(res), "example__notes_add") {
-			t.Fatalf("repeat %d must name the bound tools: %s", i, textOf(res))
+		if !strings.Contains(toolresult.Text(res), "example__notes_add") {
+			t.Fatalf("repeat %d must name the bound tools: %s", i, toolresult.Text(res))
 		}
 	}
 	wantRefusal(t, h.search("take a note"), "deny.search_loop")
 	h.turn = 2
 	if res := h.search("take a note"); res.IsError {
-		t.Fatalf("a new turn resets the guard: %s", textOf(res))
+		t.Fatalf("a new turn resets the guard: %s", toolresult.Text(res))
 	}
 }
 

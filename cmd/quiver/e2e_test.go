@@ -17,6 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // The end-to-end tests build quiver once and drive the real binary over
@@ -277,8 +279,6 @@ func containsAll(have, want []string) bool {
 	return true
 }
 
-func textOf(res *mcp.CallToolResult) string { return text(res) }
-
 // exampleConfig fronts the example server (with its test tools).
 func exampleConfig(reveal string, extra string) string {
 	return fmt.Sprintf(`
@@ -300,11 +300,11 @@ func (h *host) searchUntil(query, want string) *mcp.CallToolResult {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		res := h.search(query)
-		if strings.Contains(textOf(res), want) {
+		if strings.Contains(toolresult.Text(res), want) {
 			return res
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("search %q never found %s; last answer:\n%s", query, want, textOf(res))
+			h.t.Fatalf("search %q never found %s; last answer:\n%s", query, want, toolresult.Text(res))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -312,7 +312,7 @@ func (h *host) searchUntil(query, want string) *mcp.CallToolResult {
 
 func wantRefusal(t testing.TB, res *mcp.CallToolResult, code string) {
 	t.Helper()
-	if !res.IsError || !strings.Contains(textOf(res), code) {
-		t.Fatalf("want a refusal %s, got isError=%v: %s", code, res.IsError, textOf(res))
+	if !res.IsError || !strings.Contains(toolresult.Text(res), code) {
+		t.Fatalf("want a refusal %s, got isError=%v: %s", code, res.IsError, toolresult.Text(res))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // TestHTTPTokenIsProtectedAndRedacted: the bearer token of "serve --http"
@@ -38,14 +40,14 @@ func TestHTTPTokenIsProtectedAndRedacted(t *testing.T) {
 				wantRefusal(t, h.call("read_file", map[string]any{"path": tokenFile}), "deny.protected_path")
 			} else {
 				// Only the file named by --auth-token-file is quiver's.
-				if res := h.call("read_file", map[string]any{"path": tokenFile}); res.IsError || strings.Contains(textOf(res), token) {
-					t.Fatalf("read_file of a file that holds the token, inside the fence: %s", textOf(res))
+				if res := h.call("read_file", map[string]any{"path": tokenFile}); res.IsError || strings.Contains(toolresult.Text(res), token) {
+					t.Fatalf("read_file of a file that holds the token, inside the fence: %s", toolresult.Text(res))
 				}
 			}
 			echoRedacted := func(when string) {
 				t.Helper()
 				res := h.call("example__echo", map[string]any{"said": "the token is " + token})
-				if got := textOf(res); res.IsError || strings.Contains(got, token) || !strings.Contains(got, "[redacted:QUIVER_AUTH_TOKEN]") {
+				if got := toolresult.Text(res); res.IsError || strings.Contains(got, token) || !strings.Contains(got, "[redacted:QUIVER_AUTH_TOKEN]") {
 					t.Fatalf("%s, a result holding the token must show [redacted:QUIVER_AUTH_TOKEN]: %s", when, got)
 				}
 			}

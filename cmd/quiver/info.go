@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -125,7 +126,7 @@ Flags:
 				b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
 				fmt.Fprintln(e.stdout, string(b))
 			} else {
-				fmt.Fprintln(e.stdout, text(res))
+				fmt.Fprintln(e.stdout, toolresult.Text(res))
 			}
 			if res.IsError {
 				return fmt.Errorf("search refused")
@@ -287,14 +288,4 @@ func weigh(p *proxy.Server) weights {
 func size(tools []mcp.Tool) int {
 	b, _ := json.Marshal(mcp.ListToolsResult{Tools: tools})
 	return len(b)
-}
-
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }

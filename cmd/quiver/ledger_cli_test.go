@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // ghpToken has the shape of a GitHub token: ghp_ and 36 alphanumerics.
@@ -292,9 +293,9 @@ func askForApproval(t *testing.T) (*host, string, []string) {
 	h.waitTools("example__notes_delete")
 	res := h.call("example__notes_delete", map[string]any{"id": addNote(t, h, "old")})
 	wantRefusal(t, res, "deny.approval_unavailable")
-	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(textOf(res))
+	n := regexp.MustCompile("quiver approve (\\d+)`").FindStringSubmatch(toolresult.Text(res))
 	if n == nil {
-		t.Fatalf("the refusal must say which request to approve: %s", textOf(res))
+		t.Fatalf("the refusal must say which request to approve: %s", toolresult.Text(res))
 	}
 	return h, state, n
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/quiver-mcp/quiver/internal/secretstore"
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // TestKeyringSecrets: "quiver secret set NAME" stores a secret read from
@@ -39,7 +40,7 @@ func TestKeyringSecrets(t *testing.T) {
 	h := startQuiver(t, text, hostOptions{args: []string{"--config", cfg, "--state-dir", state}})
 	h.waitTools("example__echo")
 	res := h.call("example__echo", map[string]any{"said": "the token is " + secret})
-	if got := textOf(res); res.IsError || strings.Contains(got, secret) || !strings.Contains(got, "[redacted:keyring:example-token]") {
+	if got := toolresult.Text(res); res.IsError || strings.Contains(got, secret) || !strings.Contains(got, "[redacted:keyring:example-token]") {
 		t.Fatalf("a result holding the stored secret must show [redacted:keyring:example-token]: %s", got)
 	}
 
