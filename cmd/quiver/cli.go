@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -95,12 +96,7 @@ func cliTree(e *env, cmds map[string]*command) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
 	cobraHelp := root.HelpFunc()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(cmds)) {
 		root.AddCommand(cobraCommand(e, name, cmds[name]))
 	}
 	root.InitDefaultCompletionCmd()

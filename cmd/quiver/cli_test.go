@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,14 +32,7 @@ func runIn(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-func commandNamesForTest() []string {
-	var names []string
-	for n := range commands() {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func commandNamesForTest() []string { return slices.Sorted(maps.Keys(commands())) }
 
 // TestFlagsAfterNamesAreFlags is the issue's report: "quiver tools
 // disable everything__echo --config cfg/servers.yaml" wrote "--config"
