@@ -111,6 +111,22 @@ func openPins(ctx context.Context, e *env, c *common) (*gate.Ledger, *registry.C
 	return l, cfg, nil
 }
 
+// openHeld opens the ledger and reads the held definitions of server
+// (every server's if ""), named as the configuration names them. The
+// caller closes the ledger.
+func openHeld(ctx context.Context, e *env, c *common, server string) (*gate.Ledger, []heldEntry, error) {
+	l, cfg, err := openPins(ctx, e, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	held, err := heldTools(ctx, l, cfg, server)
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	return l, held, nil
+}
+
 func toolsChanges(ctx context.Context, e *env, args []string) error {
 	var c common
 	var asJSON bool
@@ -122,15 +138,11 @@ func toolsChanges(ctx context.Context, e *env, args []string) error {
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
-	l, cfg, err := openPins(ctx, e, &c)
+	l, held, err := openHeld(ctx, e, &c, srv)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	held, err := heldTools(ctx, l, cfg, srv)
-	if err != nil {
-		return err
-	}
 	redact := redactor(e, &c)
 	if asJSON {
 		for _, h := range held {
@@ -214,15 +226,11 @@ func toolsAccept(ctx context.Context, e *env, args []string) error {
 	if digest != "" && fs.NArg() != 1 {
 		return fmt.Errorf("%w: --digest names one definition: give one NAME with it, e.g. quiver tools accept notes__list_notes --digest 3f2a9c01b7e4", errUsage)
 	}
-	l, cfg, err := openPins(ctx, e, &c)
+	l, held, err := openHeld(ctx, e, &c, srv)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	held, err := heldTools(ctx, l, cfg, srv)
-	if err != nil {
-		return err
-	}
 	if fs.NArg() > 0 {
 		if held, err = pickHeld(held, fs.Args()); err != nil {
 			return err
@@ -263,15 +271,11 @@ func toolsReject(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: say which held tools to reject, e.g. quiver tools reject notes__list_notes", errUsage)
 	}
-	l, cfg, err := openPins(ctx, e, &c)
+	l, held, err := openHeld(ctx, e, &c, "")
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	held, err := heldTools(ctx, l, cfg, "")
-	if err != nil {
-		return err
-	}
 	picked, err := pickHeld(held, fs.Args())
 	if err != nil {
 		return err
