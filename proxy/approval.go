@@ -50,8 +50,9 @@ func canElicit(ctx context.Context) bool {
 // is set, and with the operator page on (Options.ApprovalPage) request id
 // waits there too: whichever answers first decides, the other is
 // withdrawn. Only an explicit "allow" grants anything.
-func (s *Server) ask(ctx context.Context, message string, id int64, elicit bool) (answer, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.gate().ApprovalTimeout())
+func (v reqView) ask(ctx context.Context, message string, id int64, elicit bool) (answer, error) {
+	s := v.s
+	ctx, cancel := context.WithTimeout(ctx, v.approvalTimeout())
 	defer cancel()
 	// The page answers through the door at once; a terminal's answer is
 	// read back from the ledger.
@@ -233,17 +234,18 @@ func orWord(s, def string) string {
 // the call is evaluated again, so what runs is what the ledger now allows.
 // A host on 2026-07-28 gets the card as an input request (mrtr.go): then
 // the call returns that result instead of running, and its retry decides.
-func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64) (gate.Decision, *mcp.CallToolResult) {
+func (v reqView) approve(ctx context.Context, call gate.Call, d gate.Decision, callID int64) (gate.Decision, *mcp.CallToolResult) {
 	if server.IsModernRequest(ctx) {
-		return s.approveByInput(ctx, ss, call, d, callID)
+		return v.approveByInput(ctx, call, d, callID)
 	}
+	s, ss := v.s, v.ss
 	page := s.opts.ApprovalPage && s.ledger != nil
 	if ss.ephemeral && !canElicit(ctx) && !page {
 		// An approval from a terminal becomes a permit for this session,
 		// and this session ends with this request.
 		return deny(codeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml."), nil
 	}
-	pending, _ := s.file(ctx, ss, call, d)
+	pending, _ := v.file(ctx, call, d)
 	if pending.State == gate.Denied {
 		return declinedBefore(pending.ID), nil
 	}
@@ -251,41 +253,42 @@ func (s *Server) approve(ctx context.Context, ss *session, call gate.Call, d gat
 		if pending.ID == 0 {
 			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run."), nil
 		}
-		return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards: "+s.terminalHint(ss, pending.ID)), nil
+		return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards: "+ss.terminalHint(pending.ID)), nil
 	}
-	return s.waitForAnswer(ctx, ss, call, d, callID, pending), nil
+	return v.waitForAnswer(ctx, call, d, callID, pending), nil
 }
 
 // waitForAnswer shows the card (in the host when it can elicit, on the
 // operator page when it is on) and decides the call by the answer.
-func (s *Server) waitForAnswer(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64, pending gate.Approval) gate.Decision {
+func (v reqView) waitForAnswer(ctx context.Context, call gate.Call, d gate.Decision, callID int64, pending gate.Approval) gate.Decision {
 	elicit := canElicit(ctx) && !server.IsModernRequest(ctx)
-	a, err := s.ask(ctx, card(call.Name, d), pending.ID, elicit)
+	a, err := v.ask(ctx, card(call.Name, d), pending.ID, elicit)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Nobody answered: the request stays pending (quiver approve N
 		// still works), and the same call again shows the card again.
 		if !elicit {
-			return deny(codeApprovalTimeout, fmt.Sprintf("The user did not answer approval %d on quiver's page in time; the call did not run. ", pending.ID)+s.terminalHint(ss, pending.ID))
+			return deny(codeApprovalTimeout, fmt.Sprintf("The user did not answer approval %d on quiver's page in time; the call did not run. ", pending.ID)+v.ss.terminalHint(pending.ID))
 		}
 		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
 	}
 	if err != nil {
-		s.log.Warn("approval card failed", "session", ss.id, "tool", call.Name, "err", err)
+		v.s.log.Warn("approval card failed", "session", v.ss.id, "tool", call.Name, "err", err)
 		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
 	}
-	return s.decided(ctx, ss, call, d, callID, pending, a)
+	return v.decided(ctx, call, d, callID, pending, a)
 }
 
 // file records the pending request for an ask, with the card's text, so
 // that `quiver grants --pending` says what the card says.
-func (s *Server) file(ctx context.Context, ss *session, call gate.Call, d gate.Decision) (gate.Approval, error) {
+func (v reqView) file(ctx context.Context, call gate.Call, d gate.Decision) (gate.Approval, error) {
+	s, ss := v.s, v.ss
 	if s.ledger == nil {
 		return gate.Approval{}, nil
 	}
 	filed := d
 	// The card quotes the arguments, which may hold a token: the ledger
 	// gets it redacted, as the host does at the exit.
-	filed.Reason = s.redactor()(card(call.Name, d))
+	filed.Reason = v.redacted(card(call.Name, d))
 	pending, err := s.ledger.RequestApproval(ctx, ss.key, call.Name, filed)
 	if err != nil {
 		s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
@@ -295,7 +298,7 @@ func (s *Server) file(ctx context.Context, ss *session, call gate.Call, d gate.D
 
 // terminalHint tells the model how the user can approve request id from a
 // terminal (or, with no request filed, that they cannot).
-func (s *Server) terminalHint(ss *session, id int64) string {
+func (ss *session) terminalHint(id int64) string {
 	if id == 0 || ss.ephemeral {
 		return "ask the user to widen the fence or the policy in servers.yaml if this call should be allowed."
 	}
@@ -305,7 +308,8 @@ func (s *Server) terminalHint(ss *session, id int64) string {
 // decided applies the person's answer to a pending request: a no is
 // final, a closed card asks again next time, a yes is recorded and the
 // call evaluated again.
-func (s *Server) decided(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64, pending gate.Approval, a answer) gate.Decision {
+func (v reqView) decided(ctx context.Context, call gate.Call, d gate.Decision, callID int64, pending gate.Approval, a answer) gate.Decision {
+	s, ss := v.s, v.ss
 	switch a {
 	case answerDismissed:
 		return deny(codeApprovalDenied, fmt.Sprintf("The user closed the approval card for %s without choosing; it did not run. Ask the user before trying again.", call.Name))
@@ -324,7 +328,7 @@ func (s *Server) decided(ctx context.Context, ss *session, call gate.Call, d gat
 	}
 	s.resolve(ctx, pending, true, lifetime)
 	_ = s.ledger.RecordApproval(ctx, callID, string(lifetime))
-	return s.gate().Evaluate(ctx, call)
+	return v.gate.Evaluate(ctx, call)
 }
 
 func (s *Server) resolve(ctx context.Context, a gate.Approval, approve bool, l gate.Lifetime) {
@@ -347,17 +351,14 @@ func deny(code, reason string) gate.Decision {
 }
 
 // capabilities serves request_capability for one session.
-type capabilities struct {
-	s  *Server
-	ss *session
-}
+type capabilities struct{ v reqView }
 
 func (c capabilities) RequestCapability(ctx context.Context, r builtin.CapabilityRequest) *mcp.CallToolResult {
-	s := c.s
+	s := c.v.s
 	if s.ledger == nil {
 		return builtin.Refusal(codeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
 	}
-	a := gate.Approval{Session: c.ss.key, Capability: r.Capability, Reason: s.redactor()(r.Reason)}
+	a := gate.Approval{Session: c.v.ss.key, Capability: r.Capability, Reason: c.v.redacted(r.Reason)}
 	if r.Path != "" {
 		p := filepath.Clean(r.Path)
 		if real, err := filepath.EvalSymlinks(p); err == nil {
@@ -386,7 +387,7 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	} else {
 		what += " for " + a.Tool
 	}
-	ans, err := s.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason), id, elicit)
+	ans, err := c.v.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason), id, elicit)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return builtin.Refusal(codeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
 	}

@@ -58,17 +58,19 @@ func (r refusal) result() *mcp.CallToolResult { return builtin.Refusal(r.d.Code,
 // may not, and is refused instead. On success it returns a function that
 // records how the request ended.
 func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any, mayAsk bool) (func(error), error) {
-	ss := s.session(ctx)
 	raw, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("encode the arguments of %s: %w", op, err)
 	}
-	name := s.prefixOf(srv) + "__" + op
+	ss := s.session(ctx)
+	v := s.viewOf(ss)
+	defer v.release()
+	name := prefixOf(v.cfg, srv) + "__" + op
 	call := gate.Call{Session: ss.key, Name: name, Args: raw, Turn: ss.currentTurn(),
 		Roots: s.relay.sessionRoots(ctx), Visible: true,
-		Tool: s.opTool(name, srv)}
-	s.frame(call.Tool, call.Roots)
-	d, id, input := s.admit(ctx, ss, call, mayAsk)
+		Tool: v.gateTool(opTool(name, srv))}
+	v.frame(call.Tool, call.Roots)
+	d, id, input := v.admit(ctx, call, mayAsk)
 	if input != nil {
 		// A 2026-07-28 host answers cards only within tools/call.
 		d = deny(codeApprovalUnavailable, d.Reason+" This host takes approval cards only for tool calls; read it through a tool (e.g. read_file), or ask the user to widen the fence.")
@@ -89,11 +91,11 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 	}, nil
 }
 
-// opTool is the gate's view of a pass-through operation on srv: a read,
+// opTool is a pass-through operation on srv as a catalog tool: a read,
 // judged in the server's frame like its tools.
-func (s *Server) opTool(name, srv string) *gate.Tool {
-	return gateToolFor(s.current(), registry.Tool{Exposed: name, Server: srv, Name: name,
-		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)}})
+func opTool(name, srv string) registry.Tool {
+	return registry.Tool{Exposed: name, Server: srv, Name: name,
+		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)}}
 }
 
 // resourceArgs are the arguments the gate sees for a URI of srv: the URI

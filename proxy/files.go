@@ -17,10 +17,7 @@ import (
 
 // files reads files for read_file, after the gate has decided on the path
 // exactly as it would for any downstream read tool.
-type files struct {
-	s  *Server
-	ss *session
-}
+type files struct{ reqView }
 
 var readFileTool = gate.Tool{Name: builtin.ReadFileName, Class: gate.ClassRead, PathArgs: []string{"path"},
 	Schema: builtin.ReadFileTool().RawInputSchema}
@@ -36,7 +33,7 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	tool.Home, _ = os.UserHomeDir()
 	call := gate.Call{Session: f.ss.key, Name: tool.Name, Tool: &tool, Visible: true, Args: args, Turn: f.ss.currentTurn(),
 		Roots: f.s.relay.sessionRoots(ctx)}
-	d, id, input := f.s.admit(ctx, f.ss, call, true)
+	d, id, input := f.admit(ctx, call, true)
 	if input != nil {
 		return nil, 0, input // the card, as an input request
 	}

@@ -152,24 +152,25 @@ func hostCaps(ctx context.Context) mcp.ClientCapabilities {
 
 // approveByInput is approve for a 2026-07-28 host: the first round
 // returns the card as an input request; the retry decides.
-func (s *Server) approveByInput(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64) (gate.Decision, *mcp.CallToolResult) {
+func (v reqView) approveByInput(ctx context.Context, call gate.Call, d gate.Decision, callID int64) (gate.Decision, *mcp.CallToolResult) {
 	rt := roundTrip(ctx)
 	if rt.RequestState != "" {
-		return s.answered(ctx, ss, call, d, callID, rt)
+		return v.answered(ctx, call, d, callID, rt)
 	}
+	s, ss := v.s, v.ss
 	if hostCaps(ctx).Elicitation == nil && s.opts.ApprovalPage && s.ledger != nil {
 		// No card in the host, but one on the operator page: the call
 		// waits for it there, as an older host's does.
-		pending, _ := s.file(ctx, ss, call, d)
+		pending, _ := v.file(ctx, call, d)
 		if pending.State == gate.Denied {
 			return declinedBefore(pending.ID), nil
 		}
-		return s.waitForAnswer(ctx, ss, call, d, callID, pending), nil
+		return v.waitForAnswer(ctx, call, d, callID, pending), nil
 	}
 	if hostCaps(ctx).Elicitation == nil {
-		return deny(codeApprovalUnavailable, d.Reason+" This host declared no elicitation, so quiver cannot show it an approval card; the call did not run. "+s.terminalHint(ss, 0)), nil
+		return deny(codeApprovalUnavailable, d.Reason+" This host declared no elicitation, so quiver cannot show it an approval card; the call did not run. "+ss.terminalHint(0)), nil
 	}
-	pending, err := s.file(ctx, ss, call, d)
+	pending, err := v.file(ctx, call, d)
 	if err != nil || pending.ID == 0 {
 		return deny(codeApprovalUnavailable, d.Reason+" quiver has no ledger to file the request in; the call did not run."), nil
 	}
@@ -177,13 +178,14 @@ func (s *Server) approveByInput(ctx context.Context, ss *session, call gate.Call
 		return declinedBefore(pending.ID), nil
 	}
 	state := s.seal.close(sealed{Session: ss.key, Tool: call.Name, Digest: d.Digest, Approval: pending.ID,
-		Expires: s.opts.Now().Add(s.gate().ApprovalTimeout()).Unix(), Nonce: newRunID()})
+		Expires: s.opts.Now().Add(v.approvalTimeout()).Unix(), Nonce: newRunID()})
 	return d, server.NewInputRequestBuilder(state).Elicit(cardInput, cardParams(card(call.Name, d))).ToolResult()
 }
 
 // answered decides the retry of a call whose card the host showed.
-func (s *Server) answered(ctx context.Context, ss *session, call gate.Call, d gate.Decision, callID int64, rt mcp.MultiRoundTripParams) (gate.Decision, *mcp.CallToolResult) {
-	st, err := s.seal.open(rt.RequestState, s.opts.Now())
+func (v reqView) answered(ctx context.Context, call gate.Call, d gate.Decision, callID int64, rt mcp.MultiRoundTripParams) (gate.Decision, *mcp.CallToolResult) {
+	ss := v.ss
+	st, err := v.s.seal.open(rt.RequestState, v.s.opts.Now())
 	if err == nil && (st.Kind != stateCard || st.Tool != call.Name || st.Digest != d.Digest || (st.Session != ss.key && !ss.ephemeral)) {
 		err = fmt.Errorf("%w: it belongs to another call", errBadState)
 	}
@@ -212,7 +214,7 @@ func (s *Server) answered(ctx context.Context, ss *session, call gate.Call, d ga
 			a = answerSession
 		}
 	}
-	return s.decided(ctx, ss, call, d, callID, pending, a), nil
+	return v.decided(ctx, call, d, callID, pending, a), nil
 }
 
 // cardParams is the elicitation an approval card is: the text and the

@@ -134,23 +134,24 @@ func (p *parking) close() {
 
 // parkedCall forwards an allowed call for a host on 2026-07-28 and waits
 // for its end or its first need of input.
-func (s *Server) parkedCall(ctx context.Context, ss *session, name string, d gate.Decision, id int64, meta *mcp.Meta) *mcp.CallToolResult {
-	timeout := s.callTimeout(name)
+func (v reqView) parkedCall(ctx context.Context, name string, d gate.Decision, id int64, meta *mcp.Meta) *mcp.CallToolResult {
 	// The call outlives the request that started it: the host's retry is
-	// another request.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+s.gate().ApprovalTimeout())
-	p := &parking{id: newRunID(), session: ss.key, tool: name, digest: d.Digest, d: d, ledger: id, cancel: cancel,
+	// another request. (It reads nothing of the view but the catalog,
+	// which outlives the view's release.)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.callTimeout(name)+v.approvalTimeout())
+	p := &parking{id: newRunID(), session: v.ss.key, tool: name, digest: d.Digest, d: d, ledger: id, cancel: cancel,
 		done: make(chan parkedEnd, 1), asks: map[string]*parkedAsk{}, asked: map[string]bool{}, wake: make(chan struct{}, 1)}
 	go func() {
-		res, err := s.forward(context.WithValue(fctx, parkKey{}, p), name, d.Args, meta)
+		res, err := v.forward(context.WithValue(fctx, parkKey{}, p), name, d.Args, meta)
 		p.done <- parkedEnd{res, err}
 	}()
-	return s.await(ctx, ss, p)
+	return v.await(ctx, p)
 }
 
 // resumed hands a retry's answers to the parking its state names and
 // waits again.
-func (s *Server) resumed(ctx context.Context, ss *session, name string, args json.RawMessage, st sealed) *mcp.CallToolResult {
+func (v reqView) resumed(ctx context.Context, name string, args json.RawMessage, st sealed) *mcp.CallToolResult {
+	s, ss := v.s, v.ss
 	s.parkMu.Lock()
 	p := s.parked[st.Parking]
 	delete(s.parked, st.Parking)
@@ -159,17 +160,18 @@ func (s *Server) resumed(ctx context.Context, ss *session, name string, args jso
 		return refusal{deny(codeInputLost, "quiver holds no call waiting for these answers (it ended, timed out, or belongs to another call); call the tool again from the start.")}.result()
 	}
 	p.answer(roundTrip(ctx).InputResponses)
-	return s.await(ctx, ss, p)
+	return v.await(ctx, p)
 }
 
 // await waits for the parked call's end, or for input it needs: then it
 // returns the host an input request with a state that names the parking.
-func (s *Server) await(ctx context.Context, ss *session, p *parking) *mcp.CallToolResult {
+func (v reqView) await(ctx context.Context, p *parking) *mcp.CallToolResult {
+	s := v.s
 	for {
 		select {
 		case end := <-p.done:
 			p.close()
-			return s.finish(ss, p.tool, p.d, p.ledger, end.res, end.err)
+			return v.finish(p.tool, p.d, p.ledger, end.res, end.err)
 		case <-p.wake:
 			time.Sleep(settle)
 			reqs := p.pending()
@@ -180,7 +182,7 @@ func (s *Server) await(ctx context.Context, ss *session, p *parking) *mcp.CallTo
 			s.parked[p.id] = p
 			s.parkMu.Unlock()
 			// Nobody may come back: the parking goes when its time is up.
-			time.AfterFunc(s.gate().ApprovalTimeout(), func() {
+			time.AfterFunc(v.approvalTimeout(), func() {
 				s.parkMu.Lock()
 				if s.parked[p.id] == p {
 					delete(s.parked, p.id)
@@ -189,7 +191,7 @@ func (s *Server) await(ctx context.Context, ss *session, p *parking) *mcp.CallTo
 				s.parkMu.Unlock()
 			})
 			state := s.seal.close(sealed{Kind: stateParking, Session: p.session, Tool: p.tool, Digest: p.digest, Parking: p.id,
-				Expires: s.opts.Now().Add(s.gate().ApprovalTimeout()).Unix(), Nonce: newRunID()})
+				Expires: s.opts.Now().Add(v.approvalTimeout()).Unix(), Nonce: newRunID()})
 			return &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
 				MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state}}
 		case <-ctx.Done():

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -221,25 +220,4 @@ func (s *Server) passThroughInstall() {
 	s.mcp.AddNotificationHandler(string(mcp.MethodNotificationRootsListChanged), func(ctx context.Context, _ mcp.JSONRPCNotification) {
 		s.relay.rootsChanged(ctx)
 	})
-}
-
-// forward sends an allowed tools/call to its server as a flight of the
-// calling session: progress and server-to-client requests find their way
-// back to it.
-func (s *Server) forward(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
-	srv := ""
-	if t, ok := s.state.Load().cat.Lookup(name); ok {
-		srv = t.Server
-	}
-	fctx, out, end := s.relay.begin(ctx, srv, meta)
-	defer end()
-	return s.reg.Call(fctx, name, args, out)
-}
-
-// prefixOf is the prefix of the named server ("" for a transparent one).
-func (s *Server) prefixOf(srv string) string {
-	if sc, ok := s.cfg().Server(srv); ok {
-		return sc.Prefix
-	}
-	return srv
 }

@@ -599,7 +599,7 @@ func (r *relay) relayProgress(srv string, n mcp.JSONRPCNotification) {
 func (r *relay) relayLog(srv string, n mcp.JSONRPCNotification) {
 	level := mcp.LoggingLevel(fmt.Sprint(n.Params.AdditionalFields["level"]))
 	logger, _ := n.Params.AdditionalFields["logger"].(string)
-	if p := r.s.prefixOf(srv); p != "" {
+	if p := prefixOf(r.s.cfg(), srv); p != "" {
 		if logger == "" {
 			logger = srv
 		} else {

@@ -82,11 +82,9 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 }
 
 // cfg is the configuration in force (before the first install, during
-// New: the one New was given).
+// New: the one New was given), for what is not a request: a request reads
+// its own view's (view.go).
 func (s *Server) cfg() *registry.Config { return s.current().cfg }
-
-// gate is the gate in force.
-func (s *Server) gate() *gate.Gate { return s.current().gate }
 
 func (s *Server) current() *settings {
 	if st := s.state.Load(); st != nil {
@@ -99,7 +97,7 @@ func (s *Server) current() *settings {
 func (s *Server) Config() *registry.Config { return s.cfg() }
 
 // Policy is the policy in force, defaults filled in (gate.Effective).
-func (s *Server) Policy() gate.Policy { return s.gate().Effective() }
+func (s *Server) Policy() gate.Policy { return s.current().gate.Effective() }
 
 // Reload puts cfg (a valid registry.Config, toggles attached) in force
 // without a restart: the gate is rebuilt from its fence and policy (a

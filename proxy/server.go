@@ -1,11 +1,9 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,11 +20,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/quiver-mcp/quiver/builtin"
 	"github.com/quiver-mcp/quiver/gate"
-	"github.com/quiver-mcp/quiver/index"
 	"github.com/quiver-mcp/quiver/registry"
-	"github.com/quiver-mcp/quiver/skills"
 )
 
 // Options tune a Server. The zero value works.
@@ -109,18 +103,9 @@ type Server struct {
 	streams streamCount
 
 	cancel context.CancelFunc
+	closed atomic.Bool // Close has released the snapshot in force
 	wg     sync.WaitGroup
 	ready  chan struct{} // closed after the first index that follows registry.Ready
-}
-
-// snapshot is everything a request needs, swapped as one: a search never
-// sees an index that disagrees with the catalog it was built from.
-type snapshot struct {
-	cat   *registry.Catalog
-	ix    *index.Index
-	tools map[string]mcp.Tool // listed definitions, by exposed name
-	// The configuration and gate in force, swapped with the catalog.
-	*settings
 }
 
 // New builds a Server for cfg. Nothing runs until Start. It fails only on
@@ -281,8 +266,8 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	err := s.reg.Close()
-	if st := s.state.Load(); st != nil {
-		_ = st.ix.Close()
+	if st := s.state.Load(); st != nil && s.closed.CompareAndSwap(false, true) {
+		st.release() // the server's reference: requests still running keep theirs
 	}
 	if s.ledger != nil {
 		// Every session ends with this process: what they asked and
@@ -403,228 +388,6 @@ func (c *streamCount) close(sid string) {
 	if c.n[sid]--; c.n[sid] <= 0 {
 		delete(c.n, sid)
 	}
-}
-
-// catalogChanged is the registry's hook; the newest catalog wins.
-func (s *Server) catalogChanged(cat *registry.Catalog) {
-	s.pass.catalog(cat)
-	if s.opts.OnCatalog != nil {
-		s.opts.OnCatalog(cat)
-	}
-	for {
-		select {
-		case s.changes <- cat:
-			return
-		default:
-		}
-		select {
-		case <-s.changes: // drop the stale one
-		default:
-		}
-	}
-}
-
-func (s *Server) rebuildLoop(ctx context.Context) {
-	regReady := s.reg.Ready()
-	var pending *registry.Catalog
-	var installed uint64
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case cat := <-s.changes:
-			pending = cat
-			timer.Reset(s.opts.Debounce)
-		case <-regReady:
-			regReady = nil
-		case <-timer.C:
-			if pending != nil {
-				s.install(pending)
-				installed = pending.Gen
-				pending = nil
-			}
-		}
-		if regReady == nil && installed >= s.reg.ReadyGen() {
-			select {
-			case <-s.ready:
-			default:
-				close(s.ready)
-			}
-		}
-	}
-}
-
-// install builds the index and the listed definitions for cat, swaps them
-// in, registers the tools with mcp-go, and tells sessions whose list changed.
-func (s *Server) install(cat *registry.Catalog) {
-	set := s.pending.Load()
-	cfg := set.cfg
-	entries := append(builtinEntries(s.builtinsFor(cfg)), skillEntries(set.skills)...)
-	tools := map[string]mcp.Tool{}
-	for _, t := range s.builtinsFor(cfg) {
-		tools[t.Name] = t
-	}
-	var serverTools []server.ServerTool
-	abouts := map[string]serverAbout{} // per server, once
-	for _, t := range cat.Tools {
-		redact := set.redact.Redact
-		def := mcp.Tool{
-			Name:           t.Exposed,
-			Title:          redact(t.Title),
-			Description:    redact(t.Description),
-			RawInputSchema: redactSchema(t.InputSchema, redact),
-			Annotations:    t.Annotations,
-		}
-		if len(t.OutputSchema) > 0 {
-			// Listed as the server wrote it: a host checks structured
-			// results against it, and bound keeps them valid.
-			def.RawOutputSchema = redactSchema(t.OutputSchema, redact)
-		}
-		if a, ok := redactJSON(def.Annotations, redact, func(b json.RawMessage) (mcp.ToolAnnotation, error) {
-			var out mcp.ToolAnnotation
-			return out, json.Unmarshal(b, &out)
-		}); ok {
-			def.Annotations = a
-		}
-		if set.gate.ClassOf(gateToolFor(set, t)) == gate.ClassExecute {
-			// The gate wants a justification for execution; the model can
-			// only give one if the schema it reads has the field.
-			def.RawInputSchema = gate.WithJustification(def.RawInputSchema) // redacted, as above
-		}
-		if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
-			// mcp-go panics on these; leave the tool out and say why.
-			s.log.Error("tool left out: invalid header annotations", "server", t.Server, "tool", t.Name, "err", err)
-			continue
-		}
-		if slices.Contains(cfg.Surface.AlwaysOn, t.Exposed) {
-			def.Meta = alwaysLoad()
-		}
-		// A switched-off or held tool stays registered, so that a host
-		// that cached it gets deny.withheld or deny.definition_changed
-		// rather than "tool not found"; it is never listed (withheld) and
-		// never found (not indexed).
-		tools[t.Exposed] = def
-		serverTools = append(serverTools, server.ServerTool{Tool: def, Handler: s.handleDirect})
-		if t.Off || t.Held != nil {
-			continue
-		}
-		about, ok := abouts[t.Server]
-		if !ok {
-			about = selfDescription(cat, s.pass, t.Server, redact)
-			abouts[t.Server] = about
-		}
-		entries = append(entries, index.Entry{
-			Name: t.Exposed, Kind: index.KindMCP, Server: t.Server, Title: cmp.Or(def.Title, def.Annotations.Title),
-			Description: def.Description, Keywords: t.Keywords,
-			Params:      index.ParamsFromSchema(t.InputSchema),
-			ReadOnly:    t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
-			ServerTitle: about.title, ServerInstructions: about.instructions, ServerExtras: about.extras,
-		})
-	}
-	ix, err := index.Build(entries)
-	if err != nil {
-		s.log.Error("index build failed; keeping the previous index", "err", err)
-		return
-	}
-	for _, b := range s.builtinsFor(cfg) {
-		serverTools = append(serverTools, server.ServerTool{Tool: b, Handler: s.handleBuiltin})
-	}
-	old := s.state.Swap(&snapshot{cat: cat, ix: ix, tools: tools, settings: set})
-	s.mcp.SetTools(serverTools...)
-	if old != nil {
-		// Searches in flight may still hold the old index; give them time.
-		time.AfterFunc(10*time.Second, func() { _ = old.ix.Close() })
-	}
-	s.log.Debug("catalog installed", "gen", cat.Gen, "tools", len(cat.Tools))
-	s.unbindSwitchedOff(cat)
-	for _, ss := range s.allSessions() {
-		ss.forgetSearch() // the new catalog may answer the same search differently
-		s.notify(ss)
-	}
-	s.signalInstalled()
-}
-
-func alwaysLoad() *mcp.Meta {
-	return &mcp.Meta{AdditionalFields: map[string]any{"anthropic/alwaysLoad": true}}
-}
-
-// builtinTools are quiver's own tools, in the fixed order they are listed.
-func builtinTools(reveal string) []mcp.Tool {
-	out := []mcp.Tool{builtin.SearchToolsTool()}
-	if reveal != registry.RevealList {
-		out = append(out, builtin.CallToolTool())
-	}
-	out = append(out, builtin.ReadFileTool(), builtin.RequestCapabilityTool())
-	for i := range out {
-		out[i].Meta = alwaysLoad()
-	}
-	return out
-}
-
-// builtins are quiver's own tools on this server's surface: none in
-// transparent mode.
-func (s *Server) builtins() []mcp.Tool { return s.builtinsFor(s.cfg()) }
-
-func (s *Server) builtinsFor(cfg *registry.Config) []mcp.Tool {
-	if s.transparent {
-		return nil
-	}
-	return builtinTools(cfg.Surface.Reveal)
-}
-
-// serverAbout is what a server says of itself, for search.
-type serverAbout struct {
-	title, instructions string
-	extras              []string // its prompts' and resources' names and titles
-}
-
-// selfDescription gathers, redacted, what server srv said of itself in
-// initialize and the names of the prompts and resources it offers.
-func selfDescription(cat *registry.Catalog, m *mirror, srv string, redact func(string) string) serverAbout {
-	var a serverAbout
-	if st, ok := cat.Status(srv); ok {
-		a.title, a.instructions = redact(st.Title), redact(st.Instructions)
-	}
-	m.mu.Lock()
-	v := m.views[srv]
-	m.mu.Unlock()
-	if v == nil {
-		return a
-	}
-	for _, p := range v.prompts {
-		a.extras = append(a.extras, p.Name, p.Title)
-	}
-	for _, r := range v.resources {
-		a.extras = append(a.extras, r.Name, r.Title)
-	}
-	for _, t := range v.templates {
-		a.extras = append(a.extras, t.Name, t.Title)
-	}
-	return a
-}
-
-func builtinEntries(builtins []mcp.Tool) []index.Entry {
-	var out []index.Entry
-	for _, t := range builtins {
-		out = append(out, index.Entry{Name: t.Name, Kind: index.KindCore, Description: t.Description,
-			Params: index.ParamsFromSchema(t.RawInputSchema), ReadOnly: true})
-	}
-	return out
-}
-
-func skillEntries(lib *skills.Library) []index.Entry {
-	var out []index.Entry
-	for _, d := range lib.Docs() {
-		kind := index.KindSkill
-		if d.Kind == skills.KindReference {
-			kind = index.KindReference
-		}
-		out = append(out, index.Entry{Name: d.Name, Kind: kind, Description: d.Description,
-			Keywords: d.Keywords, Headings: d.Headings, Path: d.Path})
-	}
-	return out
 }
 
 // slogWriter carries mcp-go's log.Logger lines into slog.

@@ -117,7 +117,7 @@ func (s *Server) slashText(ss *session, st *snapshot, sl *registry.Slash, args m
 			switch {
 			case !ok:
 				fmt.Fprintf(&b, "- %s — not available now (its server is not up); tell the user if you need it\n", n)
-			case s.withheld(ss, n):
+			case (reqView{s: s, ss: ss, snapshot: st}).withheld(n):
 				fmt.Fprintf(&b, "- %s — switched off here; do not call it\n", n)
 			default:
 				fmt.Fprintf(&b, "- %s — %s\n", n, oneLine(t.Description))

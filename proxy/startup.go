@@ -14,29 +14,31 @@ import (
 // in those seconds must neither miss its tools in silence nor tell the
 // model that no server can do the job (issue 17, problem 1).
 
-// awaitStartup returns the installed snapshot once no configured server is
-// still starting, or once ready says the snapshot has what the caller
-// needs, or after wait (surface.search_wait), whichever comes first.
-func (s *Server) awaitStartup(ctx context.Context, wait time.Duration, ready func(*snapshot) bool) *snapshot {
+// awaitStartup returns a view of the snapshot in force once no configured
+// server is still starting, or once ready says the snapshot has what the
+// caller needs, or after v's surface.search_wait, whichever comes first.
+// The view it returns is the one the caller goes on with: v is released
+// when a newer snapshot replaces it.
+func (v reqView) awaitStartup(ctx context.Context, ready func(*snapshot) bool) reqView {
 	// The common case, every server settled, costs no timer.
-	if st := s.state.Load(); !anyStarting(st.cat) {
-		return st
+	if !anyStarting(v.cat) {
+		return v
 	}
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(v.cfg.Surface.SearchWait)
 	defer timer.Stop()
 	for {
 		// The channel before the snapshot: an install in between closes it.
-		next := s.installWait()
-		st := s.state.Load()
-		if !anyStarting(st.cat) || (ready != nil && ready(st)) {
-			return st
+		next := v.s.installWait()
+		v = v.renew()
+		if !anyStarting(v.cat) || (ready != nil && ready(v.snapshot)) {
+			return v
 		}
 		select {
 		case <-next:
 		case <-timer.C:
-			return s.state.Load()
+			return v.renew()
 		case <-ctx.Done():
-			return s.state.Load()
+			return v.renew()
 		}
 	}
 }
@@ -50,16 +52,15 @@ func anyStarting(cat *registry.Catalog) bool {
 	return false
 }
 
-// notUp lists the servers of cat that are not up, for a search answer;
+// notUp lists the servers of the view's catalog that are not up, for a search answer;
 // a down server's reason is redacted like anything quiver shows.
-func (s *Server) notUp(cat *registry.Catalog) []builtin.PendingServer {
+func (v reqView) notUp() []builtin.PendingServer {
 	var out []builtin.PendingServer
-	redact := s.redactor()
-	for _, sv := range cat.Servers {
+	for _, sv := range v.cat.Servers {
 		if sv.State == registry.StateUp {
 			continue
 		}
-		out = append(out, builtin.PendingServer{Name: sv.Name, State: string(sv.State), Reason: redact(sv.LastError)})
+		out = append(out, builtin.PendingServer{Name: sv.Name, State: string(sv.State), Reason: v.redacted(sv.LastError)})
 	}
 	return out
 }
@@ -70,21 +71,23 @@ func (s *Server) notUp(cat *registry.Catalog) []builtin.PendingServer {
 // surface.search_wait, for the tool to appear or its server to settle.
 func (s *Server) awaitTool(ctx context.Context, req *mcp.CallToolRequest) {
 	name := req.Params.Name
-	if s.isBuiltin(name) {
+	// No session: this hook only waits, and must not create one.
+	v := s.viewOf(nil)
+	defer func() { v.release() }()
+	if v.isBuiltin(name) {
 		return
 	}
-	st := s.state.Load()
-	if _, ok := st.tools[name]; ok {
+	if _, ok := v.tools[name]; ok {
 		return
 	}
-	srv, ok := st.cfg.ServerFor(name)
+	srv, ok := v.cfg.ServerFor(name)
 	if !ok {
 		return
 	}
-	if sv, ok := st.cat.Status(srv.Name); !ok || sv.State != registry.StateStarting {
+	if sv, ok := v.cat.Status(srv.Name); !ok || sv.State != registry.StateStarting {
 		return
 	}
-	s.awaitStartup(ctx, st.cfg.Surface.SearchWait, func(st *snapshot) bool {
+	v = v.awaitStartup(ctx, func(st *snapshot) bool {
 		_, ok := st.tools[name]
 		sv, _ := st.cat.Status(srv.Name)
 		return ok || sv.State != registry.StateStarting

@@ -55,15 +55,15 @@ func (s *Server) filter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if len(tools) == 1 {
 		return tools
 	}
-	ss := s.session(ctx)
-	st := s.state.Load()
-	names := s.surface(ss, st)
-	ss.mu.Lock()
-	ss.listed = names
-	ss.mu.Unlock()
+	v := s.viewOf(s.session(ctx))
+	defer v.release()
+	names := v.surface()
+	v.ss.mu.Lock()
+	v.ss.listed = names
+	v.ss.mu.Unlock()
 	out := make([]mcp.Tool, 0, len(names))
 	for _, n := range names {
-		out = append(out, st.tools[n])
+		out = append(out, v.tools[n])
 	}
 	return out
 }
@@ -80,27 +80,27 @@ func (l layers) all() []string {
 	return slices.Concat(l.always, l.forced, l.found)
 }
 
-func (s *Server) layers(ss *session, st *snapshot) layers {
+func (v reqView) layers() layers {
 	var l layers
 	seen := map[string]bool{}
 	add := func(dst *[]string, n string) {
-		if _, ok := st.tools[n]; ok && !seen[n] && !s.withheld(ss, n) {
+		if _, ok := v.tools[n]; ok && !seen[n] && !v.withheld(n) {
 			seen[n] = true
 			*dst = append(*dst, n)
 		}
 	}
-	for _, b := range s.builtins() {
+	for _, b := range v.builtins() {
 		add(&l.always, b.Name)
 	}
-	for _, n := range s.cfg().Surface.AlwaysOn {
+	for _, n := range v.cfg.Surface.AlwaysOn {
 		add(&l.always, n)
 	}
-	if sl := ss.activeSlash(); sl != nil {
+	if sl := v.ss.activeSlash(); sl != nil {
 		for _, n := range sl.Tools {
 			add(&l.forced, n)
 		}
 	}
-	for _, n := range ss.bound(s.cfg().Surface.BindTurns) {
+	for _, n := range v.ss.bound(v.cfg.Surface.BindTurns) {
 		add(&l.found, n)
 	}
 	return l
@@ -109,29 +109,29 @@ func (s *Server) layers(ss *session, st *snapshot) layers {
 // surface lists, in order, the tools the session's tools/list shows: the
 // always-on layer, then (per reveal mode) the forced and found layers, or
 // every other tool in direct mode.
-func (s *Server) surface(ss *session, st *snapshot) []string {
-	l := s.layers(ss, st)
-	switch s.cfg().Surface.Reveal {
+func (v reqView) surface() []string {
+	l := v.layers()
+	switch v.cfg.Surface.Reveal {
 	case registry.RevealDirect:
 		names := slices.Concat(l.always, l.forced)
-		for _, t := range st.cat.Tools {
+		for _, t := range v.cat.Tools {
 			n := t.Exposed
-			if _, ok := st.tools[n]; !ok || slices.Contains(names, n) || s.withheld(ss, n) {
+			if _, ok := v.tools[n]; !ok || slices.Contains(names, n) || v.withheld(n) {
 				continue
 			}
-			if _, gated := s.cfg().SlashFor(n); gated {
+			if _, gated := v.cfg.SlashFor(n); gated {
 				continue // listed only in the turn its slash command forces it
 			}
 			names = append(names, n)
 		}
 		return names
 	case registry.RevealAuto, registry.RevealList:
-		ss.mu.Lock()
-		modern := ss.modern
-		ss.mu.Unlock()
+		v.ss.mu.Lock()
+		modern := v.ss.modern
+		v.ss.mu.Unlock()
 		// A 2026-07-28 client's list must not change as a side effect; it
 		// reaches forced and found tools through call_tool.
-		if modern && s.cfg().Surface.Reveal == registry.RevealAuto {
+		if modern && v.cfg.Surface.Reveal == registry.RevealAuto {
 			return l.always
 		}
 		return l.all()
@@ -141,8 +141,8 @@ func (s *Server) surface(ss *session, st *snapshot) []string {
 
 // withheld reports whether the session may not see, bind or call name
 // now, whatever a search or a slash command says (see whyWithheld).
-func (s *Server) withheld(ss *session, name string) bool {
-	_, w := s.whyWithheld(ss, name)
+func (v reqView) withheld(name string) bool {
+	_, w := v.whyWithheld(name)
 	return w
 }
 
@@ -153,11 +153,11 @@ func (s *Server) withheld(ss *session, name string) bool {
 // dispatch with deny.withheld; an activity narrows the catalog and nothing
 // widens it. why ends the refusal's sentence. quiver's builtins are never
 // withheld; a downstream tool is, whatever its name (isBuiltin).
-func (s *Server) whyWithheld(ss *session, name string) (why string, withheld bool) {
-	if s.isBuiltin(name) {
+func (v reqView) whyWithheld(name string) (why string, withheld bool) {
+	if v.isBuiltin(name) {
 		return "", false
 	}
-	t, ok := s.state.Load().cat.Lookup(name)
+	t, ok := v.cat.Lookup(name)
 	if ok && t.Held != nil {
 		return "it is held until a person accepts its definition (" + t.Held.Diff.Summary() +
 			"); a person must accept it with `quiver tools accept " + name + "`", true
@@ -169,7 +169,7 @@ func (s *Server) whyWithheld(ss *session, name string) (why string, withheld boo
 		}
 		return why + "; ask the user to enable it (quiver tools enable " + name + "), or use another tool", true
 	}
-	if sl := ss.activeSlash(); sl != nil && len(sl.Allow) > 0 && !registry.MatchAny(sl.Allow, name) {
+	if sl := v.ss.activeSlash(); sl != nil && len(sl.Allow) > 0 && !registry.MatchAny(sl.Allow, name) {
 		return fmt.Sprintf("this turn's /%s allows only %s", sl.Name, strings.Join(sl.Allow, ", ")), true
 	}
 	return "", false
@@ -178,25 +178,26 @@ func (s *Server) whyWithheld(ss *session, name string) (why string, withheld boo
 // visible reports whether the session may call name now. (The gate
 // checks slash gating first, so a slash-gated tool gets deny.slash_gated,
 // not a "search first" that could never bind it.)
-func (s *Server) visible(ss *session, st *snapshot, name string) bool {
+func (v reqView) visible(name string) bool {
 	// A session of one request cannot carry a search's bindings to the
 	// call that follows, so for it every tool is as in reveal: direct:
 	// callable by name, and still decided by the gate. Binding is about
 	// a stable list, not about what may run.
-	if s.cfg().Surface.Reveal == registry.RevealDirect || ss.ephemeral {
+	if v.cfg.Surface.Reveal == registry.RevealDirect || v.ss.ephemeral {
 		return true
 	}
-	return slices.Contains(s.layers(ss, st).all(), name)
+	return slices.Contains(v.layers().all(), name)
 }
 
 // notify tells one session that its tool list changed, if it did, and
 // logs each change of what the session may call.
 func (s *Server) notify(ss *session) {
-	st := s.state.Load()
-	l := s.layers(ss, st)
-	names := s.surface(ss, st)
+	v := s.viewOf(ss)
+	defer v.release()
+	l := v.layers()
+	names := v.surface()
 	desc := fmt.Sprintf("surface: bound %d tools (%d always-on, %d forced, %d found by search; filtered from %d)",
-		len(l.always)+len(l.forced)+len(l.found), len(l.always), len(l.forced), len(l.found), len(st.tools))
+		len(l.always)+len(l.forced)+len(l.found), len(l.always), len(l.forced), len(l.found), len(v.tools))
 	key := fmt.Sprint(l)
 	ss.mu.Lock()
 	changed := ss.surfaced != key
