@@ -279,9 +279,8 @@ func (l *Ledger) recoverJournals(ctx context.Context, tx *sql.Tx, dir string) ([
 		if err != nil || run == l.run || !strings.HasSuffix(ent.Name(), ".jsonl") {
 			continue
 		}
-		var pid, pidStart, ended sql.NullInt64
-		var host sql.NullString
-		err = tx.QueryRowContext(ctx, `SELECT pid, pid_start, host, ended FROM runs WHERE id = ?`, run).Scan(&pid, &pidStart, &host, &ended)
+		var r runRow
+		err = tx.QueryRowContext(ctx, `SELECT pid, pid_start, host, ended FROM runs WHERE id = ?`, run).Scan(r.dest()...)
 		if errors.Is(err, sql.ErrNoRows) {
 			l.log.Warn("start journal of a run this ledger never registered: left alone", "file", filepath.Join(dir, ent.Name()))
 			continue
@@ -289,7 +288,7 @@ func (l *Ledger) recoverJournals(ctx context.Context, tx *sql.Tx, dir string) ([
 		if err != nil {
 			return nil, fmt.Errorf("start journal of run %d: %w", run, err)
 		}
-		if !ended.Valid && (host.String != l.host || l.alive(int(pid.Int64), pidStart.Int64)) {
+		if !l.gone(r) {
 			continue
 		}
 		p := filepath.Join(dir, ent.Name())

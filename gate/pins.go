@@ -277,46 +277,30 @@ func (l *Ledger) AcceptHeld(ctx context.Context, server, tool, digest string) (H
 
 // HeldTools lists the held definitions, of server or ("") of every server.
 func (l *Ledger) HeldTools(ctx context.Context, server string) ([]HeldTool, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT h.server, h.tool, h.digest, h.seen, h.state,
+	return queryRows(ctx, l.db, "read holds", `SELECT h.server, h.tool, h.digest, h.seen, h.state,
 		coalesce((SELECT digest FROM tool_pins p WHERE p.server = h.server AND p.tool = h.tool ORDER BY id DESC LIMIT 1), '')
-		FROM tool_holds h WHERE ? = '' OR h.server = ? ORDER BY h.server, h.tool`, server, server)
-	if err != nil {
-		return nil, fmt.Errorf("read holds: %w", err)
-	}
-	defer rows.Close()
-	var out []HeldTool
-	for rows.Next() {
-		var h HeldTool
-		var seen sql.NullInt64
-		if err := rows.Scan(&h.Server, &h.Tool, &h.Digest, &seen, &h.State, &h.Pinned); err != nil {
-			return nil, fmt.Errorf("read holds: %w", err)
-		}
-		h.Seen = fromStamp(seen)
-		out = append(out, h)
-	}
-	return out, rows.Err()
+		FROM tool_holds h WHERE ? = '' OR h.server = ? ORDER BY h.server, h.tool`, []any{server, server},
+		func(row rowScanner) (HeldTool, error) {
+			var h HeldTool
+			var seen sql.NullInt64
+			err := row.Scan(&h.Server, &h.Tool, &h.Digest, &seen, &h.State, &h.Pinned)
+			h.Seen = fromStamp(seen)
+			return h, err
+		})
 }
 
 // PinHistory lists every pin of server's tool, oldest first: each
 // definition that was ever in force, and how it came to be.
 func (l *Ledger) PinHistory(ctx context.Context, server, tool string) ([]ToolPin, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT id, server, tool, digest, time, how FROM tool_pins
-		WHERE server = ? AND tool = ? ORDER BY id`, server, tool)
-	if err != nil {
-		return nil, fmt.Errorf("read pin history: %w", err)
-	}
-	defer rows.Close()
-	var out []ToolPin
-	for rows.Next() {
-		var p ToolPin
-		var t sql.NullInt64
-		if err := rows.Scan(&p.ID, &p.Server, &p.Tool, &p.Digest, &t, &p.How); err != nil {
-			return nil, fmt.Errorf("read pin history: %w", err)
-		}
-		p.Time = fromStamp(t)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return queryRows(ctx, l.db, "read pin history", `SELECT id, server, tool, digest, time, how FROM tool_pins
+		WHERE server = ? AND tool = ? ORDER BY id`, []any{server, tool},
+		func(row rowScanner) (ToolPin, error) {
+			var p ToolPin
+			var t sql.NullInt64
+			err := row.Scan(&p.ID, &p.Server, &p.Tool, &p.Digest, &t, &p.How)
+			p.Time = fromStamp(t)
+			return p, err
+		})
 }
 
 // PinClock changes whenever any process pins a definition or rejects one.
