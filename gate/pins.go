@@ -311,7 +311,3 @@ func (l *Ledger) PinClock(ctx context.Context) (int64, error) {
 	}
 	return tick, nil
 }
-
-// IsPathArgName reports whether the fence reads an argument of this name
-// as a path (a value shaped like a path is one whatever its name).
-func IsPathArgName(name string) bool { return isPathKey(name) }

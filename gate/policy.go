@@ -5,110 +5,9 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"time"
 )
-
-// A Class is what a tool does to the world, from its (untrusted)
-// annotations and the policy's overrides. The class picks the default
-// verdict and whether a read-only activity may run the tool.
-type Class string
-
-// The action classes.
-const (
-	ClassRead        Class = "read"
-	ClassWrite       Class = "write"
-	ClassDestructive Class = "destructive"
-	ClassExecute     Class = "execute"
-	ClassNetwork     Class = "network"
-	ClassAdmin       Class = "admin"
-)
-
-func (c Class) valid() bool {
-	switch c {
-	case ClassRead, ClassWrite, ClassDestructive, ClassExecute, ClassNetwork, ClassAdmin:
-		return true
-	}
-	return false
-}
-
-// Hints are a tool's MCP annotations. They come from the downstream server
-// and are only hints: the policy's Classes override them. A nil field means
-// the server did not say.
-type Hints struct {
-	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
-	Destructive *bool `json:"destructiveHint,omitempty"`
-	Idempotent  *bool `json:"idempotentHint,omitempty"`
-	OpenWorld   *bool `json:"openWorldHint,omitempty"`
-}
-
-// ClassOf returns the class of the tool called name: the most specific
-// glob in overrides that matches the name wins (an exact name beats any
-// glob, a longer glob beats a shorter one); otherwise the annotations
-// decide: readOnlyHint → read, destructiveHint → destructive,
-// openWorldHint → network, and write when the server said nothing.
-//
-// MCP's spec defaults destructiveHint and openWorldHint to true when
-// absent; ClassOf reads only what the server actually said, so an
-// unannotated tool is write (allowed inside the fence), not destructive.
-// Malformed globs never match; New reports them.
-func ClassOf(name string, h Hints, overrides map[string]Class) Class {
-	if c, ok := matchClass(name, sortedOverrides(overrides)); ok {
-		return c
-	}
-	return classFromHints(h)
-}
-
-func classFromHints(h Hints) Class {
-	switch {
-	case h.ReadOnly != nil && *h.ReadOnly:
-		return ClassRead
-	case h.Destructive != nil && *h.Destructive:
-		return ClassDestructive
-	case h.OpenWorld != nil && *h.OpenWorld:
-		return ClassNetwork
-	}
-	return ClassWrite
-}
-
-type classOverride struct {
-	glob  string
-	class Class
-}
-
-// sortedOverrides orders globs from most to least specific so that a map
-// (which YAML gives us, in no order) still decides deterministically.
-func sortedOverrides(m map[string]Class) []classOverride {
-	out := make([]classOverride, 0, len(m))
-	for g, c := range m {
-		out = append(out, classOverride{g, c})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].glob, out[j].glob
-		am, bm := hasMeta(a), hasMeta(b)
-		if am != bm {
-			return !am
-		}
-		if len(a) != len(b) {
-			return len(a) > len(b)
-		}
-		return a < b
-	})
-	return out
-}
-
-func matchClass(name string, ov []classOverride) (Class, bool) {
-	for _, o := range ov {
-		if ok, _ := path.Match(o.glob, name); ok {
-			return o.class, true
-		}
-	}
-	return "", false
-}
-
-func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
 // Policy is the user's configuration of the gate. The registry decodes
 // servers.yaml's `policy:` section into it, and the `fence:` section into
@@ -160,36 +59,6 @@ type Policy struct {
 	Pinning string `yaml:"pinning"`
 }
 
-// A Rule overrides the defaults for tools whose name matches Tool (a name
-// or a glob) when every condition holds. A rule can only tighten the
-// fence, never widen it: widening is what allowed_dirs and grants are for,
-// so a rule's "allow" still leaves an outside path to be asked about.
-type Rule struct {
-	Tool string `yaml:"tool"`
-	// Args holds conditions on named arguments (top-level names).
-	Args map[string]Match `yaml:"args"`
-	// Fence, "inside" or "outside", holds when every path argument is
-	// inside the fence, or when any one is outside.
-	Fence string `yaml:"fence"`
-	// Action is "allow", "deny" or "ask".
-	Action string `yaml:"action"`
-	// Reason is told to the model (and the user) when the rule decides.
-	Reason string `yaml:"reason"`
-}
-
-// A Match is a condition on one argument. Every field set must hold. On an
-// array value, an allow rule needs every element to match and a deny or
-// ask rule needs one, so a list can never smuggle a value past a rule.
-type Match struct {
-	Equals any    `yaml:"equals"`
-	Prefix string `yaml:"prefix"`
-	Regex  string `yaml:"regex"`
-	// Fence is "inside" or "outside": where the argument's paths lie.
-	Fence string `yaml:"fence"`
-	// Absent, when true, holds when the argument is missing.
-	Absent bool `yaml:"absent"`
-}
-
 // compiledPolicy is Policy validated once in New.
 type compiledPolicy struct {
 	roots       []string // resolved fence roots
@@ -204,25 +73,6 @@ type compiledPolicy struct {
 	// defaults, Allow when every path of the call is inside the fence.
 	inside       map[Class]bool
 	approvalWait time.Duration
-}
-
-type rule struct {
-	idx     int
-	glob    string
-	args    []argMatch
-	fence   string
-	verdict Verdict
-	reason  string
-}
-
-type argMatch struct {
-	name   string
-	equals any // normalised JSON value, nil when unset
-	hasEq  bool
-	prefix string
-	re     *regexp.Regexp
-	fence  string
-	absent bool
 }
 
 // AllowInside is the default verdict that allows a call when it names at
@@ -373,65 +223,6 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 		cp.rules = append(cp.rules, cr)
 	}
 	return cp, nil
-}
-
-func compileRule(i int, pr Rule) (rule, error) {
-	cr := rule{idx: i, glob: pr.Tool, reason: strings.TrimSpace(pr.Reason)}
-	if pr.Tool == "" {
-		return cr, fmt.Errorf("tool is required (a name or a glob such as \"github__*\")")
-	}
-	if _, err := path.Match(pr.Tool, ""); err != nil {
-		return cr, fmt.Errorf("tool glob: %w", err)
-	}
-	v, err := parseVerdict(pr.Action)
-	if err != nil {
-		return cr, fmt.Errorf("action: %w", err)
-	}
-	cr.verdict = v
-	if cr.fence, err = fenceWord(pr.Fence); err != nil {
-		return cr, err
-	}
-	names := make([]string, 0, len(pr.Args))
-	for n := range pr.Args {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		m := pr.Args[n]
-		am := argMatch{name: n, prefix: m.Prefix, absent: m.Absent}
-		if m.Equals != nil {
-			eq, err := normalizeValue(m.Equals)
-			if err != nil {
-				return cr, fmt.Errorf("args.%s.equals: %w", n, err)
-			}
-			am.equals, am.hasEq = eq, true
-		}
-		if m.Regex != "" {
-			re, err := regexp.Compile(m.Regex)
-			if err != nil {
-				return cr, fmt.Errorf("args.%s.regex: %w", n, err)
-			}
-			am.re = re
-		}
-		if am.fence, err = fenceWord(m.Fence); err != nil {
-			return cr, fmt.Errorf("args.%s: %w", n, err)
-		}
-		if am.absent && (am.hasEq || am.prefix != "" || am.re != nil || am.fence != "") {
-			return cr, fmt.Errorf("args.%s: absent cannot be combined with other conditions", n)
-		}
-		cr.args = append(cr.args, am)
-	}
-	return cr, nil
-}
-
-func fenceWord(s string) (string, error) {
-	switch strings.ToLower(s) {
-	case "":
-		return "", nil
-	case "inside", "outside":
-		return strings.ToLower(s), nil
-	}
-	return "", fmt.Errorf("fence: %q is not inside or outside", s)
 }
 
 // A PolicyError is a policy value the gate cannot take. Key is where it is

@@ -1,0 +1,243 @@
+package gate
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// isWindowsPath reports whether s is a Windows path: a drive ("C:\",
+// "C:/") or a UNC or device path ("\\server\share", "\\?\C:\").
+func isWindowsPath(s string) bool {
+	return isDrivePath(s) || strings.HasPrefix(s, `\\`)
+}
+
+func isDrivePath(s string) bool {
+	return len(s) >= 3 && s[1] == ':' && (s[2] == '\\' || s[2] == '/') &&
+		('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z')
+}
+
+// hasPathShape reports whether a string found anywhere in the arguments is
+// a path by its shape, whatever its argument is called. A string that
+// spans lines or is longer than any path is content, not a path.
+func hasPathShape(s string) bool {
+	if len(s) > maxPathLen {
+		return false
+	}
+	t := strings.TrimFunc(s, isTrimmed)
+	if strings.ContainsAny(t, "\n\r") {
+		return false
+	}
+	if strings.Trim(t, "/") == "" {
+		// "/" alone under a name that says nothing of paths is a
+		// delimiter or a URL path far more often than the root folder;
+		// under a path-like name it is still judged.
+		return false
+	}
+	if shaped(t) || relativeShaped(t) {
+		return true
+	}
+	if !isASCII(t) {
+		// Lookalikes (fullwidth solidus and tilde) that a normalising
+		// server reads as the real thing.
+		return shaped(norm.NFKC.String(t))
+	}
+	return false
+}
+
+// otherSchemeURI reports whether t is a URI of a scheme other than file:
+// (scheme://...) with no ".." part.
+func otherSchemeURI(t string) bool {
+	i := strings.Index(t, "://")
+	if i <= 0 || isFileURI(t) {
+		return false
+	}
+	for j, r := range t[:i] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || j > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	parts := strings.FieldsFunc(t[i+3:], func(r rune) bool { return r == '/' || r == '\\' })
+	return !slices.Contains(parts, "..")
+}
+
+// relativeShaped reports whether t looks like a relative path: no white
+// space and no scheme, and either a ".." part or two non-empty parts
+// around a separator with a letter somewhere ("outside/canary.txt",
+// "sub\\x"; not "1/2" or "2024/01/02"). A server that opens any string
+// as a file reaches what such a string names from its own folder, so the
+// fence judges it like any path: in the server's frame, and outside where
+// the server declares none.
+func relativeShaped(t string) bool {
+	if t == "" || strings.ContainsFunc(t, unicode.IsSpace) || strings.Contains(t, "://") {
+		return false
+	}
+	parts := strings.FieldsFunc(t, func(r rune) bool { return r == '/' || r == '\\' })
+	if slices.Contains(parts, "..") {
+		return true
+	}
+	return len(parts) >= 2 && strings.ContainsAny(t, `/\`) && strings.ContainsFunc(t, unicode.IsLetter)
+}
+
+func shaped(t string) bool {
+	for _, p := range []string{"/", "~/", "~\\", "./", "../", ".\\", "..\\", `\\`} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return t == "~" || isFileURI(t) || isDrivePath(t)
+}
+
+type variant struct {
+	s   string
+	err error
+}
+
+func variants(s string) []variant {
+	var out []variant
+	if t := strings.TrimFunc(s, isTrimmed); t != s && t != "" {
+		// Servers that trim their arguments (JavaScript's trim also drops
+		// U+FEFF).
+		out = append(out, variant{s: t})
+	}
+	if strings.ContainsRune(s, '\\') {
+		// Windows-minded servers (and some Node code) treat "\" as a
+		// separator.
+		out = append(out, variant{s: strings.ReplaceAll(s, `\`, "/")})
+	}
+	if strings.ContainsRune(s, '%') {
+		// Decoded leniently, as Python's unquote does: a stray "%" does not
+		// stop "%2e%2e" after it from decoding.
+		if d := unquote(s); d != s {
+			if why := oddDecoding(s, d); why != "" {
+				return []variant{{err: bad("percent-encoding in the path %s", why)}}
+			}
+			out = append(out, variant{s: d})
+		}
+	}
+	if isFileURI(s) {
+		// A reading that became a file: URI (after trimming, say) is read
+		// as one too.
+		p, err := fileURIPath(s)
+		if err != nil {
+			return []variant{{err: err}}
+		}
+		out = append(out, variant{s: p})
+	}
+	if !isASCII(s) {
+		// Lookalikes (fullwidth solidus, one-dot leader) become "/" and
+		// "." under compatibility normalisation, which some file systems
+		// and libraries apply.
+		for _, f := range []norm.Form{norm.NFKC, norm.NFC, norm.NFD} {
+			if n := f.String(s); n != s {
+				out = append(out, variant{s: n})
+			}
+		}
+	}
+	return out
+}
+
+// oddDecoding says why a percent-decoded path is suspicious: it hides a
+// separator, a dot segment, a control character or another layer of
+// encoding — nothing an honest file name needs to encode.
+func oddDecoding(raw, dec string) string {
+	lower := strings.ToLower(raw)
+	switch {
+	case strings.Contains(lower, "%2f"), strings.Contains(lower, "%5c"):
+		return "hides a path separator"
+	case strings.Contains(lower, "%2e"):
+		return "hides a dot"
+	case strings.Contains(lower, "%00"):
+		return "hides a NUL byte"
+	case !utf8.ValidString(dec):
+		return "decodes to invalid UTF-8"
+	case checkChars(dec) != nil:
+		return "decodes to a control character"
+	}
+	if unquote(dec) != dec {
+		return "is encoded twice"
+	}
+	return ""
+}
+
+// unquote decodes every valid %XX and leaves anything else as it is.
+func unquote(s string) string {
+	if !strings.ContainsRune(s, '%') {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+// mentionsFileURI reports whether any argument string is, or once trimmed
+// or normalised becomes, a file: URI: those are fenced under any name.
+func mentionsFileURI(s string) bool {
+	t := strings.TrimFunc(s, isTrimmed)
+	return isFileURI(t) || isFileURI(norm.NFKC.String(t))
+}
+
+func isFileURI(s string) bool {
+	return len(s) >= 5 && strings.EqualFold(s[:5], "file:")
+}
+
+// fileURIPath extracts the local path of a file: URI, refusing anything a
+// local server could not open as a plain path.
+func fileURIPath(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", bad("not a valid file URI: %v", errors.Unwrap(err))
+	}
+	if u.Opaque != "" {
+		return "", bad("file URI without a path (%q)", s)
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, "localhost") {
+		return "", bad("file URI names another host (%q)", u.Host)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", bad("file URI with a user, query or fragment")
+	}
+	if oddDecoding(u.EscapedPath(), u.Path) != "" && strings.ContainsRune(u.EscapedPath(), '%') {
+		return "", bad("file URI %s", oddDecoding(u.EscapedPath(), u.Path))
+	}
+	if u.Path == "" {
+		return "", bad("file URI without a path")
+	}
+	return u.Path, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
