@@ -202,25 +202,6 @@ func (v reqView) await(ctx context.Context, p *parking) *mcp.CallToolResult {
 	}
 }
 
-// parkedInput is how the relay asks for input on behalf of a parked call:
-// the request joins the parking, if the host declared the capability.
-func parkedInput(ctx context.Context, f *flight, method string, req mcp.InputRequest) (mcp.InputResponse, error) {
-	caps := hostCaps(f.ctx)
-	var ok bool
-	switch method {
-	case string(mcp.MethodElicitationCreate):
-		ok = caps.Elicitation != nil
-	case string(mcp.MethodSamplingCreateMessage):
-		ok = caps.Sampling != nil
-	case string(mcp.MethodListRoots):
-		ok = caps.Roots != nil
-	}
-	if !ok {
-		return mcp.InputResponse{}, fmt.Errorf("%w: the host did not declare %s", errNoCapability, method)
-	}
-	return f.park.ask(ctx, req)
-}
-
 // modernHost reports whether the request in ctx comes from a host on
 // 2026-07-28, which takes input requests instead of being asked.
 func modernHost(ctx context.Context) bool { return server.IsModernRequest(ctx) }
