@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // TogglesFile is the toggles file's name beside servers.yaml.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // EditToggles returns the toggles file src with every pattern switched on

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/quiver-mcp/quiver/internal/textdist"
 )
@@ -25,8 +25,14 @@ func yamlErrors(path string, root *yaml.Node, err error) []error {
 	}
 	msgs := []string{err.Error()}
 	var te *yaml.TypeError
-	if errors.As(err, &te) {
+	switch {
+	case errors.As(err, &te):
 		msgs = te.Errors
+	case root != nil && root.Kind != 0:
+		// The file parsed, so this is no syntax error: the decoder
+		// failed on the anchors, aliases or merge keys (go.yaml.in/yaml/v3
+		// returns as an error what gopkg.in/yaml.v3 panicked on).
+		return []error{&ConfigError{File: path, Msg: yamlPanic{strings.TrimPrefix(err.Error(), "yaml: ")}.Error()}}
 	}
 	errs := make([]error, 0, len(msgs))
 	for _, m := range msgs {

@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/internal/atomicfile"

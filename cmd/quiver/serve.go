@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/quiver-mcp/quiver/operator"
 	"github.com/quiver-mcp/quiver/proxy"
