@@ -13,13 +13,24 @@ import (
 	"testing"
 )
 
+// runEnv runs quiver in process with args, no input and getenv as its
+// environment, and returns its exit code and what it printed.
+func runEnv(getenv func(string) string, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: getenv}
+	code = run(context.Background(), e, args)
+	return code, out.String(), errOut.String()
+}
+
+// noEnv is an empty environment.
+func noEnv(string) string { return "" }
+
 // runIn runs quiver in process with args and an empty environment but
 // for a private config home, and returns its exit code and output.
 func runIn(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	home := t.TempDir()
-	var out, errOut bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string {
+	return runEnv(func(k string) string {
 		switch k {
 		case "XDG_CONFIG_HOME":
 			return filepath.Join(home, "config")
@@ -27,9 +38,7 @@ func runIn(t *testing.T, args ...string) (code int, stdout, stderr string) {
 			return filepath.Join(home, "state")
 		}
 		return ""
-	}}
-	code = run(context.Background(), e, args)
-	return code, out.String(), errOut.String()
+	}, args...)
 }
 
 func commandNamesForTest() []string { return slices.Sorted(maps.Keys(commands())) }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -286,10 +284,9 @@ func TestImportWriteCreatesTheNamedFile(t *testing.T) {
 	host := filepath.Join(dir, "claude_desktop_config.json")
 	os.WriteFile(host, []byte(`{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}`), 0o600)
 	target := filepath.Join(dir, "cfg", "new.yaml")
-	var out, errOut bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
-	if code := run(context.Background(), e, []string{"import", "--from", host, "--write", "--config", target}); code != exitOK {
-		t.Fatalf("exit %d\n%s%s", code, &out, &errOut)
+	code, out, errOut := runEnv(noEnv, "import", "--from", host, "--write", "--config", target)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	cfg, err := registry.LoadConfig(target)
 	if err != nil {
@@ -298,7 +295,7 @@ func TestImportWriteCreatesTheNamedFile(t *testing.T) {
 	if len(cfg.Servers) != 1 || cfg.Servers[0].Name != "memory" {
 		t.Errorf("servers %+v; want memory alone", cfg.Servers)
 	}
-	if !strings.Contains(out.String(), "added memory to "+target) {
-		t.Errorf("output: %s", &out)
+	if !strings.Contains(out, "added memory to "+target) {
+		t.Errorf("output: %s", out)
 	}
 }

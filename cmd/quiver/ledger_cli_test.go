@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -78,12 +77,17 @@ func (lc *ledgerCLI) fileDecoy() int64 {
 // non-zero exit.
 func (lc *ledgerCLI) run(args ...string) string {
 	lc.t.Helper()
-	var out, errOut bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string { return lc.vars[k] }}
-	if code := run(context.Background(), e, append(args, "--state-dir", lc.state)); code != exitOK {
-		lc.t.Fatalf("quiver %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	code, out, errOut := lc.runFull(args...)
+	if code != exitOK {
+		lc.t.Fatalf("quiver %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}
-	return out.String()
+	return out
+}
+
+// runFull runs quiver in process on the state dir and returns its exit
+// code and what it printed.
+func (lc *ledgerCLI) runFull(args ...string) (code int, stdout, stderr string) {
+	return runEnv(func(k string) string { return lc.vars[k] }, append(args, "--state-dir", lc.state)...)
 }
 
 // wantCard fails unless out shows every line of the card, indented and
@@ -136,24 +140,23 @@ func TestGrantsPendingJSONIsRedacted(t *testing.T) {
 	}
 }
 
-func TestApprovePrintsWhatWasApproved(t *testing.T) {
-	lc := newLedgerCLI(t)
-	lc.fileDecoy()
-	out := lc.run("approve", "1")
-	if !strings.HasPrefix(out, "approved 1 (once); the model may call again. You approved:\n") {
-		t.Errorf("approve must say what it did:\n%s", out)
+// TestAnswerPrintsWhatWasAnswered: approve and deny each say what they
+// did and show the whole request that was answered.
+func TestAnswerPrintsWhatWasAnswered(t *testing.T) {
+	for _, c := range []struct{ command, said string }{
+		{"approve", "approved 1 (once); the model may call again. You approved:\n"},
+		{"deny", "denied 1. You refused:\n"},
+	} {
+		t.Run(c.command, func(t *testing.T) {
+			lc := newLedgerCLI(t)
+			lc.fileDecoy()
+			out := lc.run(c.command, "1")
+			if !strings.HasPrefix(out, c.said) {
+				t.Errorf("%s must say what it did:\n%s", c.command, out)
+			}
+			wantCard(t, c.command, out)
+		})
 	}
-	wantCard(t, "approve", out)
-}
-
-func TestDenyPrintsWhatWasRefused(t *testing.T) {
-	lc := newLedgerCLI(t)
-	lc.fileDecoy()
-	out := lc.run("deny", "1")
-	if !strings.HasPrefix(out, "denied 1. You refused:\n") {
-		t.Errorf("deny must say what it did:\n%s", out)
-	}
-	wantCard(t, "deny", out)
 }
 
 // TestGrantsRedactConfigSecrets: a value servers.yaml takes from the
@@ -244,16 +247,15 @@ func TestAuditSaysWhatItLeftOut(t *testing.T) {
 		}
 	}
 	l.Close()
-	var out, errOut bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getenv: func(k string) string { return lc.vars[k] }}
-	if code := run(context.Background(), e, []string{"audit", "--limit", "2", "--state-dir", lc.state}); code != exitOK {
-		t.Fatalf("exit %d: %s", code, &errOut)
+	code, out, errOut := lc.runFull("audit", "--limit", "2")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if n := strings.Count(out.String(), "fs__read_file"); n != 2 || !strings.Contains(out.String(), "abc-1234@run1") {
-		t.Errorf("--limit 2 must show the latest 2 calls:\n%s", &out)
+	if n := strings.Count(out, "fs__read_file"); n != 2 || !strings.Contains(out, "abc-1234@run1") {
+		t.Errorf("--limit 2 must show the latest 2 calls:\n%s", out)
 	}
-	if !strings.Contains(errOut.String(), "showing the latest 2 calls; older ones match too") {
-		t.Errorf("audit must say it left calls out; stderr:\n%s", &errOut)
+	if !strings.Contains(errOut, "showing the latest 2 calls; older ones match too") {
+		t.Errorf("audit must say it left calls out; stderr:\n%s", errOut)
 	}
 	got := lc.run("audit", "--session", "abc-123")
 	if strings.Count(got, "fs__read_file") != 2 || strings.Contains(got, "other@") || strings.Contains(got, "abc-1234") {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 // server sent while they read it: accept --digest pins only the digest
 // shown, and says to look again when the held definition moved on.
 func TestPinAcceptPinsWhatWasShown(t *testing.T) {
-	r := newRugRig(t, rugV1(), "")
+	r := newRugRig(t, rugV1(), rugConfig{})
 	ctx := context.Background()
 	if err := os.MkdirAll(r.state, 0o700); err != nil {
 		t.Fatal(err)
@@ -74,8 +73,6 @@ func TestPinAcceptPinsWhatWasShown(t *testing.T) {
 // everything it printed. Flags go before the names: a flag after the
 // first name is a name.
 func runCLI(r *rugRig, args ...string) (int, string) {
-	var out bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
-	full := append(append(args[:2:2], "--config", r.config, "--state-dir", r.state), args[2:]...)
-	return run(context.Background(), e, full), out.String()
+	code, out, errOut := runEnv(noEnv, append(append(args[:2:2], "--config", r.config, "--state-dir", r.state), args[2:]...)...)
+	return code, out + errOut
 }
