@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,14 +28,7 @@ import (
 // are what a file says: the test rewrites the file, the server sends
 // tools/list_changed, and quiver must hold what changed.
 
-var rugBuild = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(filepath.Dir(quiverBin), "rug")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/quiver-mcp/quiver/internal/rugserver/cmd/rug")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the rug server: %w\n%s", err, out)
-	}
-	return bin, nil
-})
+var rugServer = builtServer("rug", "github.com/quiver-mcp/quiver/internal/rugserver/cmd/rug")
 
 // rugRig is a tools file, the config that serves it, and a state dir that
 // outlives each quiver started on it.
@@ -46,23 +38,33 @@ type rugRig struct {
 	cfgText             string
 }
 
-func newRugRig(t *testing.T, defs []rugserver.Def, extra string) *rugRig {
+// rugConfig is what a test changes of the rig's servers.yaml.
+type rugConfig struct {
+	reveal string // surface.reveal; auto if ""
+	server string // more lines of the rug server's entry ("prefix: x")
+	extra  string // more top-level YAML
+}
+
+func newRugRig(t *testing.T, defs []rugserver.Def, rc rugConfig) *rugRig {
 	t.Helper()
-	bin, err := rugBuild()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := rugServer(t)
 	dir := t.TempDir()
 	r := &rugRig{t: t, defs: filepath.Join(dir, "tools.json"), config: filepath.Join(dir, "servers.yaml"), state: filepath.Join(dir, "state")}
 	r.write(defs)
+	if rc.reveal == "" {
+		rc.reveal = "auto"
+	}
+	if rc.server != "" {
+		rc.server = "    " + rc.server + "\n"
+	}
 	r.cfgText = fmt.Sprintf(`
 surface:
-  reveal: auto
+  reveal: %s
 servers:
   rug:
     command: %s
     args: [%s]
-%s`, bin, r.defs, extra)
+%s%s`, rc.reveal, bin, r.defs, rc.server, rc.extra)
 	if err := os.WriteFile(r.config, []byte(r.cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func rugV2() []rugserver.Def {
 }
 
 func TestPinnedDefinitionsAreHeld(t *testing.T) {
-	r := newRugRig(t, rugV1(), "")
+	r := newRugRig(t, rugV1(), rugConfig{})
 	h := r.start()
 	h.searchUntil("notes", "rug__echo_note")
 	for _, n := range []string{"rug__list_notes", "rug__add_note", "rug__count_notes", "rug__echo_note"} {
@@ -289,19 +291,15 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 }
 
 func TestPinningModes(t *testing.T) {
-	for _, c := range []struct{ mode, extra string }{
-		{"warn", "policy:\n  pinning: warn\n"},
-		{"off for one server", "    pinning: off\n"},
+	for _, c := range []struct {
+		mode string
+		rc   rugConfig
+	}{
+		{"warn", rugConfig{reveal: "direct", extra: "policy:\n  pinning: warn\n"}},
+		{"off for one server", rugConfig{reveal: "direct", server: "pinning: off"}},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			extra := c.extra
-			r := newRugRig(t, rugV1(), "")
-			r.cfgText = strings.Replace(r.cfgText, "reveal: auto", "reveal: direct", 1)
-			if strings.HasPrefix(extra, "    ") {
-				r.cfgText = strings.Replace(r.cfgText, "    args: ["+r.defs+"]\n", "    args: ["+r.defs+"]\n"+extra, 1)
-			} else {
-				r.cfgText += extra
-			}
+			r := newRugRig(t, rugV1(), c.rc)
 			var log bytes.Buffer
 			var mu sync.Mutex
 			h := startQuiver(t, r.cfgText, hostOptions{args: []string{"--state-dir", r.state}, stderr: lockedWriter{&mu, &log}})
