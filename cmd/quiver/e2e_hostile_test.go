@@ -31,25 +31,7 @@ import (
 // because mcp-go re-marshals a result (RawStructuredContent among others)
 // and would hide what went over the wire.
 
-// hostileBuild builds the hostile server once per test run, beside the
-// quiver binary (TestMain removes that folder).
-var hostileBuild = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(filepath.Dir(quiverBin), "hostile")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/quiver-mcp/quiver/internal/hostileserver/cmd/hostile")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the hostile server: %w\n%s", err, out)
-	}
-	return bin, nil
-})
-
-func hostileServer(t testing.TB) string {
-	t.Helper()
-	bin, err := hostileBuild()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+var hostileServer = builtServer("hostile", "github.com/quiver-mcp/quiver/internal/hostileserver/cmd/hostile")
 
 // A wireAnswer is one JSON-RPC answer as it arrived: the result's bytes
 // untouched, or the error.
@@ -234,6 +216,20 @@ func refusals(entries []map[string]any) int {
 	return n
 }
 
+// auditsRefusal returns a check, to make after a request quiver must
+// refuse, that quiver audit then holds one more refusal than now.
+func (r *hostileRig) auditsRefusal(t *testing.T) func(what string) {
+	t.Helper()
+	before, _ := auditEntries(t, r.state)
+	return func(what string) {
+		t.Helper()
+		after, raw := auditEntries(t, r.state)
+		if refusals(after) <= refusals(before) {
+			t.Errorf("the refused %s is not in quiver audit:\n%s", what, raw)
+		}
+	}
+}
+
 // hostileLimit is surface.max_result_bytes in the hostile tests.
 const hostileLimit = 64 << 10
 
@@ -355,7 +351,7 @@ func TestHostileResourceReadOutsideFence(t *testing.T) {
 	if err != nil || !strings.Contains(inside.strings(), "inside text") {
 		t.Fatalf("control: a file inside the fence must be readable: %v %s", err, inside.text())
 	}
-	before, _ := auditEntries(t, r.state)
+	audited := r.auditsRefusal(t)
 	out, err := r.readResource("file://" + filepath.Join(r.outside, "canary.txt"))
 	if strings.Contains(out.text(), r.canary) || strings.Contains(out.strings(), r.canary) {
 		t.Fatalf("resources/read served a file outside the fence: %s", out.text())
@@ -363,25 +359,19 @@ func TestHostileResourceReadOutsideFence(t *testing.T) {
 	if err == nil && out.Error == nil {
 		t.Errorf("resources/read outside the fence must be refused, got a result: %s", out.text())
 	}
-	after, raw := auditEntries(t, r.state)
-	if refusals(after) <= refusals(before) {
-		t.Errorf("the refused resources/read is not in quiver audit:\n%s", raw)
-	}
+	audited("resources/read")
 }
 
 // TestHostileResourceSubscribeOutsideFence: subscribing is reading later.
 func TestHostileResourceSubscribeOutsideFence(t *testing.T) {
 	r := startHostile(t)
-	before, _ := auditEntries(t, r.state)
+	audited := r.auditsRefusal(t)
 	//lint:ignore SA1019 resources/subscribe is current for the 2025-11-25 host this test plays
 	err := r.h.c.Subscribe(r.h.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "file://" + filepath.Join(r.outside, "canary.txt")}})
 	if err == nil {
 		t.Errorf("resources/subscribe to a file outside the fence must be refused")
 	}
-	after, raw := auditEntries(t, r.state)
-	if refusals(after) <= refusals(before) {
-		t.Errorf("the refused resources/subscribe is not in quiver audit:\n%s", raw)
-	}
+	audited("resources/subscribe")
 }
 
 // TestHostileSecretResourceRedacted: a resource's contents leave through
@@ -406,7 +396,7 @@ func TestHostilePromptOutsideFence(t *testing.T) {
 	if in, err := r.getPrompt(filepath.Join(r.inside, "inside.txt")); err != nil || !strings.Contains(in.strings(), "inside text") {
 		t.Fatalf("control: quoting a file inside the fence must work: %v %s", err, in.text())
 	}
-	before, _ := auditEntries(t, r.state)
+	audited := r.auditsRefusal(t)
 	out, err := r.getPrompt(filepath.Join(r.outside, "canary.txt"))
 	if strings.Contains(out.strings(), r.canary) {
 		t.Fatalf("prompts/get quoted a file outside the fence: %s", out.text())
@@ -414,10 +404,7 @@ func TestHostilePromptOutsideFence(t *testing.T) {
 	if err == nil && out.Error == nil {
 		t.Errorf("prompts/get with a path outside the fence must be refused: %s", out.text())
 	}
-	after, raw := auditEntries(t, r.state)
-	if refusals(after) <= refusals(before) {
-		t.Errorf("the refused prompts/get is not in quiver audit:\n%s", raw)
-	}
+	audited("prompts/get")
 }
 
 // TestHostileCompletionOutsideFence: completions that list a folder show
@@ -437,15 +424,12 @@ func TestHostileCompletionOutsideFence(t *testing.T) {
 		"template_argument": {tpl, strings.TrimPrefix(r.outside, "/") + "/"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			before, _ := auditEntries(t, r.state)
+			audited := r.auditsRefusal(t)
 			out, _ := r.complete(c.ref, c.value)
 			if strings.Contains(out.text(), "canary.txt") {
 				t.Errorf("completion/complete listed a folder outside the fence: %s", out.text())
 			}
-			after, raw := auditEntries(t, r.state)
-			if refusals(after) <= refusals(before) {
-				t.Errorf("the refused completion/complete is not in quiver audit:\n%s", raw)
-			}
+			audited("completion/complete")
 		})
 	}
 }

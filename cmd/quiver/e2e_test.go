@@ -56,6 +56,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// builtServer returns the path of the test server whose command is pkg,
+// built on first use, once per test run, beside the quiver binary
+// (TestMain removes that folder).
+func builtServer(name, pkg string) func(testing.TB) string {
+	build := sync.OnceValues(func() (string, error) {
+		bin := filepath.Join(filepath.Dir(quiverBin), name)
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build the %s server: %w\n%s", name, err, out)
+		}
+		return bin, nil
+	})
+	return func(t testing.TB) string {
+		t.Helper()
+		bin, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+}
+
 // needTool skips when a program the test needs is missing, except in CI,
 // where a missing install step must fail loudly.
 func needTool(t testing.TB, name string) string {
