@@ -336,13 +336,19 @@ func (f *httpFront) serve(ctx context.Context, h http.Handler) error {
 	}
 	f.log.Info("serving streamable HTTP", "url", "http://"+f.ln.Addr().String()+"/mcp", "auth", f.token != "",
 		"max_body", f.cfg.MaxBody, "read_timeout", f.cfg.ReadTimeout)
+	return serveUntil(ctx, srv, f.ln, 5*time.Second)
+}
+
+// serveUntil serves ln until ctx ends, then gives the requests under way
+// grace to finish.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(f.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -95,13 +94,7 @@ func (f *uiFront) serve(ctx context.Context, h *operator.Handler, stateDir, serv
 	log.Info("operator page", "address", "http://"+f.ln.Addr().String()+"/", "open", "quiver ui --open")
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(f.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := serveUntil(ctx, srv, f.ln, 2*time.Second); err != nil {
 		log.Error("operator page stopped", "err", err)
 	}
 }
