@@ -22,7 +22,7 @@ func TestReloadUpdatesSlashCommands(t *testing.T) {
 	withSlash := func(name string) string {
 		return fmt.Sprintf("slash:\n  %s:\n    description: Look at the notes.\n    tools: [example__notes_list]\n    activity: review\n", name)
 	}
-	s, c := newTestServer(t, withSlash("review"))
+	s, c := newInProcessServer(t, exampleConfig(withSlash("review")), Options{}, nil)
 	prompts := func() []string {
 		t.Helper()
 		res, err := c.ListPrompts(context.Background(), mcp.ListPromptsRequest{})
@@ -38,9 +38,8 @@ func TestReloadUpdatesSlashCommands(t *testing.T) {
 	if got := prompts(); !slices.Contains(got, "review") {
 		t.Fatalf("prompts before the reload = %v", got)
 	}
-	// The same server entry newTestServer wrote, so only the slash commands change.
-	servers := fmt.Sprintf("\nservers:\n  example:\n    command: %q\n    env: {%s: \"1\"}\n", os.Args[0], childEnv)
-	cfg, err := registry.ParseConfig("servers.yaml", []byte(withSlash("audit")+servers), os.LookupEnv)
+	// The same server entry, so only the slash commands change.
+	cfg, err := registry.ParseConfig("servers.yaml", []byte(exampleConfig(withSlash("audit"))), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestReloadUpdatesSlashCommands(t *testing.T) {
 // TestReloadReadsSkillFolders: a skill folder added to servers.yaml is
 // searched and readable after the reload, without a restart.
 func TestReloadReadsSkillFolders(t *testing.T) {
-	s, c := newTestServer(t, "")
+	s, c := newInProcessServer(t, exampleConfig(""), Options{}, nil)
 	dir := t.TempDir()
 	doc := "---\nname: release-checklist\ndescription: The steps to ship a release of the billing service.\nkind: skill\n---\n# Ship it\nTag, build, canary, promote.\n"
 	if err := os.WriteFile(dir+"/release.md", []byte(doc), 0o644); err != nil {
@@ -73,8 +72,7 @@ func TestReloadReadsSkillFolders(t *testing.T) {
 	if got := search(); strings.Contains(got, "release-checklist") {
 		t.Fatalf("found before its folder was configured:\n%s", got)
 	}
-	servers := fmt.Sprintf("\nservers:\n  example:\n    command: %q\n    env: {%s: \"1\"}\n", os.Args[0], childEnv)
-	cfg, err := registry.ParseConfig("servers.yaml", []byte(fmt.Sprintf("skills:\n  dirs: [%q]\n", dir)+servers), os.LookupEnv)
+	cfg, err := registry.ParseConfig("servers.yaml", []byte(exampleConfig(fmt.Sprintf("skills:\n  dirs: [%q]\n", dir))), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

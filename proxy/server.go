@@ -54,12 +54,16 @@ type Options struct {
 	// writes the tool names down for the command line to check names
 	// against).
 	OnCatalog func(*registry.Catalog)
+	// Downstream builds what the proxy forwards to; default the registry
+	// of the servers in the configuration. Tests give servers that run in
+	// process.
+	Downstream NewDownstream
 }
 
 // A Server is quiver's MCP server: it answers hosts, keeps per-session
 // surfaces, and forwards calls that the gate allows.
 type Server struct {
-	reg    *registry.Registry
+	reg    Downstream   // the servers behind quiver (downstream.go)
 	ledger *gate.Ledger // nil without a state dir
 	gopts  []gate.Option
 	mcp    *server.MCPServer
@@ -177,7 +181,11 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	if ledger != nil {
 		ropts.Pins = NewPinStore(ledger)
 	}
-	s.reg = registry.New(cfg, ropts)
+	newDown := opts.Downstream
+	if newDown == nil {
+		newDown = registryDownstream
+	}
+	s.reg = newDown(cfg, ropts)
 
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {

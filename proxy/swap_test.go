@@ -14,7 +14,7 @@ import (
 // never sees a half-built index and that the swap needs no lock on the
 // search path.
 func TestSearchDuringRebuilds(t *testing.T) {
-	s, _ := newTestServer(t, "surface: {reveal: auto}")
+	s, _ := newInProcessServer(t, exampleConfig("surface: {reveal: auto}"), Options{}, nil)
 	cat := s.Catalog()
 	if len(cat.Tools) == 0 {
 		t.Fatal("the example server's tools are not in the catalog")
