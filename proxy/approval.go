@@ -19,16 +19,6 @@ import (
 	"github.com/quiver-mcp/quiver/gate"
 )
 
-// Codes of the approval path (the gate's codes cover the decision itself).
-const (
-	codeApprovalUnavailable = "deny.approval_unavailable"
-	codeApprovalDenied      = "deny.approval_denied"
-	codeApprovalTimeout     = "deny.approval_timeout"
-	// codeInputLost: a 2026-07-28 host's answers came for a call quiver
-	// no longer holds.
-	codeInputLost = "deny.input_lost"
-)
-
 // An answer is what the person chose on an approval card.
 type answer int
 
@@ -243,7 +233,7 @@ func (v reqView) approve(ctx context.Context, call gate.Call, d gate.Decision, c
 	if ss.ephemeral && !canElicit(ctx) && !page {
 		// An approval from a terminal becomes a permit for this session,
 		// and this session ends with this request.
-		return deny(codeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml."), nil
+		return deny(gate.CodeApprovalUnavailable, d.Reason+" This client has no session, so an approval given elsewhere could not reach its next call, and it cannot show approval cards; the call did not run. Connect with a session (or from a host that answers input requests), or ask the user to widen the fence in servers.yaml."), nil
 	}
 	pending, _ := v.file(ctx, call, d)
 	if pending.State == gate.Denied {
@@ -251,9 +241,9 @@ func (v reqView) approve(ctx context.Context, call gate.Call, d gate.Decision, c
 	}
 	if !canElicit(ctx) && !page {
 		if pending.ID == 0 {
-			return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run."), nil
+			return deny(gate.CodeApprovalUnavailable, d.Reason+" This host cannot show approval cards and quiver has no ledger to file the request in; the call did not run."), nil
 		}
-		return deny(codeApprovalUnavailable, d.Reason+" This host cannot show approval cards: "+ss.terminalHint(pending.ID)), nil
+		return deny(gate.CodeApprovalUnavailable, d.Reason+" This host cannot show approval cards: "+ss.terminalHint(pending.ID)), nil
 	}
 	return v.waitForAnswer(ctx, call, d, callID, pending), nil
 }
@@ -267,13 +257,13 @@ func (v reqView) waitForAnswer(ctx context.Context, call gate.Call, d gate.Decis
 		// Nobody answered: the request stays pending (quiver approve N
 		// still works), and the same call again shows the card again.
 		if !elicit {
-			return deny(codeApprovalTimeout, fmt.Sprintf("The user did not answer approval %d on quiver's page in time; the call did not run. ", pending.ID)+v.ss.terminalHint(pending.ID))
+			return deny(gate.CodeApprovalTimeout, fmt.Sprintf("The user did not answer approval %d on quiver's page in time; the call did not run. ", pending.ID)+v.ss.terminalHint(pending.ID))
 		}
-		return deny(codeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
+		return deny(gate.CodeApprovalTimeout, "The user did not answer the approval card in time; the call did not run. Ask the user before trying again.")
 	}
 	if err != nil {
 		v.s.log.Warn("approval card failed", "session", v.ss.id, "tool", call.Name, "err", err)
-		return deny(codeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
+		return deny(gate.CodeApprovalUnavailable, d.Reason+" quiver could not show the approval card ("+err.Error()+"); the call did not run.")
 	}
 	return v.decided(ctx, call, d, callID, pending, a)
 }
@@ -312,10 +302,10 @@ func (v reqView) decided(ctx context.Context, call gate.Call, d gate.Decision, c
 	s, ss := v.s, v.ss
 	switch a {
 	case answerDismissed:
-		return deny(codeApprovalDenied, fmt.Sprintf("The user closed the approval card for %s without choosing; it did not run. Ask the user before trying again.", call.Name))
+		return deny(gate.CodeApprovalDenied, fmt.Sprintf("The user closed the approval card for %s without choosing; it did not run. Ask the user before trying again.", call.Name))
 	case answerNone:
 		s.resolve(ctx, pending, false, gate.Once)
-		return deny(codeApprovalDenied, fmt.Sprintf("The user declined %s; it did not run. Do not retry it; ask the user what to do instead.", call.Name))
+		return deny(gate.CodeApprovalDenied, fmt.Sprintf("The user declined %s; it did not run. Do not retry it; ask the user what to do instead.", call.Name))
 	}
 	lifetime := gate.Once
 	if a == answerSession && !ss.ephemeral {
@@ -323,7 +313,7 @@ func (v reqView) decided(ctx context.Context, call gate.Call, d gate.Decision, c
 	}
 	if s.ledger == nil {
 		// Nothing to record a grant in: this call, once.
-		d.Verdict, d.Code = gate.Allow, "allow.approval"
+		d.Verdict, d.Code = gate.Allow, gate.CodeAllowApproval
 		return d
 	}
 	s.resolve(ctx, pending, true, lifetime)
@@ -343,7 +333,7 @@ func (s *Server) resolve(ctx context.Context, a gate.Approval, approve bool, l g
 // declinedBefore is the answer to a call whose request the user already
 // declined.
 func declinedBefore(id int64) gate.Decision {
-	return deny(codeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", id))
+	return deny(gate.CodeApprovalDenied, fmt.Sprintf("The user declined this call (approval %d); it did not run. Do not retry it; ask the user what to do instead.", id))
 }
 
 func deny(code, reason string) gate.Decision {
@@ -356,7 +346,7 @@ type capabilities struct{ v reqView }
 func (c capabilities) RequestCapability(ctx context.Context, r builtin.CapabilityRequest) *mcp.CallToolResult {
 	s := c.v.s
 	if s.ledger == nil {
-		return builtin.Refusal(codeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
+		return builtin.Refusal(gate.CodeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
 	}
 	a := gate.Approval{Session: c.v.ss.key, Capability: r.Capability, Reason: c.v.redacted(r.Reason)}
 	if r.Path != "" {
@@ -370,15 +360,15 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	}
 	id, err := s.ledger.CreateApproval(ctx, a)
 	if err != nil {
-		return builtin.Refusal("error.ledger", err.Error())
+		return builtin.Refusal(gate.CodeLedger, err.Error())
 	}
 	a.ID = id
 	if prev, err := s.ledger.Approval(ctx, id); err == nil && prev.State == gate.Denied {
-		return builtin.Refusal(codeApprovalDenied, fmt.Sprintf("The user declined this request (approval %d). Do not ask again; ask the user what to do instead.", id))
+		return builtin.Refusal(gate.CodeApprovalDenied, fmt.Sprintf("The user declined this request (approval %d). Do not ask again; ask the user what to do instead.", id))
 	}
 	elicit := canElicit(ctx)
 	if !elicit && !s.opts.ApprovalPage {
-		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf(
+		return builtin.Refusal(gate.CodeApprovalUnavailable, fmt.Sprintf(
 			"This host cannot show approval cards: ask the user to run `quiver approve %d --session` in a terminal; then go ahead.", id))
 	}
 	what := r.Capability
@@ -389,17 +379,17 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	}
 	ans, err := c.v.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason), id, elicit)
 	if errors.Is(err, context.DeadlineExceeded) {
-		return builtin.Refusal(codeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
+		return builtin.Refusal(gate.CodeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
 	}
 	if err != nil {
-		return builtin.Refusal(codeApprovalUnavailable, fmt.Sprintf("quiver could not show the request (%v): ask the user to run `quiver approve %d --session` in a terminal.", err, id))
+		return builtin.Refusal(gate.CodeApprovalUnavailable, fmt.Sprintf("quiver could not show the request (%v): ask the user to run `quiver approve %d --session` in a terminal.", err, id))
 	}
 	if ans == answerDismissed {
-		return builtin.Refusal(codeApprovalDenied, "The user closed the request without choosing; nothing was granted. Ask the user before asking again.")
+		return builtin.Refusal(gate.CodeApprovalDenied, "The user closed the request without choosing; nothing was granted. Ask the user before asking again.")
 	}
 	if ans == answerNone {
 		s.resolve(ctx, a, false, gate.Once)
-		return builtin.Refusal(codeApprovalDenied, "The user did not grant "+what+". Do not ask again for the same thing; ask the user what to do instead.")
+		return builtin.Refusal(gate.CodeApprovalDenied, "The user did not grant "+what+". Do not ask again for the same thing; ask the user what to do instead.")
 	}
 	lifetime := gate.Once
 	if ans == answerSession {

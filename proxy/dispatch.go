@@ -39,7 +39,7 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 		// (park.go): it was decided when it started.
 		if st, err := s.seal.read(state, s.opts.Now()); err == nil && st.Kind == stateParking {
 			if st, err = s.seal.open(state, s.opts.Now()); err != nil {
-				return refusal{deny(codeInputLost, fmt.Sprintf("The answers' state cannot be used (%v); call the tool again from the start.", err))}.result()
+				return refusal{deny(gate.CodeInputLost, fmt.Sprintf("The answers' state cannot be used (%v); call the tool again from the start.", err))}.result()
 			}
 			return v.resumed(ctx, name, args, st)
 		}
@@ -160,18 +160,18 @@ func (v reqView) finish(name string, d gate.Decision, id int64, res *mcp.CallToo
 	if err != nil {
 		reason := v.redacted(err.Error())
 		s.log.Warn("call failed", "session", ss.id, "tool", name, "code", d.Code, "err", reason)
-		code, outcome := "error.downstream", gate.OutcomeError
+		code, outcome := gate.CodeDownstream, gate.OutcomeError
 		switch {
 		case errors.Is(err, registry.ErrServerDown):
-			code = "error.server_down"
+			code = gate.CodeServerDown
 			if d.Class != gate.ClassRead {
 				// It may have run: say so, and never retry it.
 				outcome = gate.OutcomeUnknown
 			}
 		case errors.Is(err, context.DeadlineExceeded):
-			code, outcome = "error.timeout", gate.OutcomeUnknown
+			code, outcome = gate.CodeTimeout, gate.OutcomeUnknown
 		case errors.Is(err, context.Canceled):
-			code, outcome = "error.cancelled", gate.OutcomeCancelled
+			code, outcome = gate.CodeCancelled, gate.OutcomeCancelled
 		}
 		s.ended(id, outcome, code)
 		if outcome == gate.OutcomeUnknown {

@@ -73,7 +73,7 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 	d, id, input := v.admit(ctx, call, mayAsk)
 	if input != nil {
 		// A 2026-07-28 host answers cards only within tools/call.
-		d = deny(codeApprovalUnavailable, d.Reason+" This host takes approval cards only for tool calls; read it through a tool (e.g. read_file), or ask the user to widen the fence.")
+		d = deny(gate.CodeApprovalUnavailable, d.Reason+" This host takes approval cards only for tool calls; read it through a tool (e.g. read_file), or ask the user to widen the fence.")
 	}
 	if d.Verdict != gate.Allow {
 		s.log.Info("request refused", "session", ss.id, "op", name, "code", d.Code, "reason", d.Reason)
@@ -84,9 +84,9 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 		case err == nil:
 			s.ended(id, gate.OutcomeOK, "")
 		case errors.Is(err, context.Canceled):
-			s.ended(id, gate.OutcomeCancelled, "error.cancelled")
+			s.ended(id, gate.OutcomeCancelled, gate.CodeCancelled)
 		default:
-			s.ended(id, gate.OutcomeError, "error.downstream")
+			s.ended(id, gate.OutcomeError, gate.CodeDownstream)
 		}
 	}, nil
 }

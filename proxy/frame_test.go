@@ -23,11 +23,11 @@ func TestPathBaseReachesTheGate(t *testing.T) {
 		entry, path, want string
 	}{
 		{"    path_base: none\n", "README.md", ""},
-		{"    path_base: none\n", "/etc/hostname", codeApprovalUnavailable},
-		{"", "README.md", codeApprovalUnavailable},
+		{"    path_base: none\n", "/etc/hostname", gate.CodeApprovalUnavailable},
+		{"", "README.md", gate.CodeApprovalUnavailable},
 		// The rig's server runs in quiver's folder; this package's folder
 		// is not in its fence, so a relative name there is outside.
-		{"    path_base: cwd\n", "README.md", codeApprovalUnavailable},
+		{"    path_base: cwd\n", "README.md", gate.CodeApprovalUnavailable},
 		{"    path_base: cwd\nfence:\n  allowed_dirs: [\"" + mustWd(t) + "\"]\n", "README.md", ""},
 	} {
 		r := newRig(t, rigServer+tc.entry+"surface:\n  always_on: [ex__get_file]\n", get)
@@ -61,7 +61,7 @@ func TestRootsGivenByAnySessionAreBases(t *testing.T) {
 	wantCode(t, b.call("ex__read", map[string]any{"path": "notes.txt"}), "")
 	r.s.relay.gaveRoots("ex", []mcp.Root{{URI: "file://" + other}}) // session A's, long gone
 	res := b.call("ex__read", map[string]any{"path": "notes.txt"})
-	wantCode(t, res, codeApprovalUnavailable)
+	wantCode(t, res, gate.CodeApprovalUnavailable)
 	if !strings.Contains(res.text(), other) {
 		t.Fatalf("the refusal does not name the other root's reading: %s", res.text())
 	}

@@ -168,11 +168,11 @@ func (v reqView) approveByInput(ctx context.Context, call gate.Call, d gate.Deci
 		return v.waitForAnswer(ctx, call, d, callID, pending), nil
 	}
 	if hostCaps(ctx).Elicitation == nil {
-		return deny(codeApprovalUnavailable, d.Reason+" This host declared no elicitation, so quiver cannot show it an approval card; the call did not run. "+ss.terminalHint(0)), nil
+		return deny(gate.CodeApprovalUnavailable, d.Reason+" This host declared no elicitation, so quiver cannot show it an approval card; the call did not run. "+ss.terminalHint(0)), nil
 	}
 	pending, err := v.file(ctx, call, d)
 	if err != nil || pending.ID == 0 {
-		return deny(codeApprovalUnavailable, d.Reason+" quiver has no ledger to file the request in; the call did not run."), nil
+		return deny(gate.CodeApprovalUnavailable, d.Reason+" quiver has no ledger to file the request in; the call did not run."), nil
 	}
 	if pending.State == gate.Denied {
 		return declinedBefore(pending.ID), nil
@@ -190,7 +190,7 @@ func (v reqView) answered(ctx context.Context, call gate.Call, d gate.Decision, 
 		err = fmt.Errorf("%w: it belongs to another call", errBadState)
 	}
 	if err != nil {
-		return deny(codeApprovalUnavailable, fmt.Sprintf("%s (%v); call again without requestState to be asked again.", d.Reason, err)), nil
+		return deny(gate.CodeApprovalUnavailable, fmt.Sprintf("%s (%v); call again without requestState to be asked again.", d.Reason, err)), nil
 	}
 	if ss.ephemeral {
 		// The sealed key is the one the request was filed under: the
@@ -202,7 +202,7 @@ func (v reqView) answered(ctx context.Context, call gate.Call, d gate.Decision, 
 	a := answerNone
 	switch {
 	case res == nil:
-		return deny(codeApprovalUnavailable, "The host sent no answer to quiver's approval card; the call did not run. Call again without requestState to be asked again."), nil
+		return deny(gate.CodeApprovalUnavailable, "The host sent no answer to quiver's approval card; the call did not run. Call again without requestState to be asked again."), nil
 	case res.Action == mcp.ElicitationResponseActionCancel:
 		a = answerDismissed
 	case res.Action == mcp.ElicitationResponseActionAccept:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -73,15 +74,15 @@ fence:
 		t.Fatalf("accepted card: %s", got)
 	}
 	// The same state again is refused: an answer is good for one call.
-	if got := codeOf(answer(state, "accept", "allow_once")); got != codeApprovalUnavailable {
+	if got := codeOf(answer(state, "accept", "allow_once")); got != gate.CodeApprovalUnavailable {
 		t.Fatalf("replayed state: %s", got)
 	}
 	// A state from nowhere is refused.
-	if got := codeOf(answer("bm90IGEgc3RhdGU", "accept", "allow_once")); got != codeApprovalUnavailable {
+	if got := codeOf(answer("bm90IGEgc3RhdGU", "accept", "allow_once")); got != gate.CodeApprovalUnavailable {
 		t.Fatalf("forged state: %s", got)
 	}
 	// Declined: deny.approval_denied, and the request stays refused.
-	if got := codeOf(answer(ask(), "decline", "")); got != codeApprovalDenied {
+	if got := codeOf(answer(ask(), "decline", "")); got != gate.CodeApprovalDenied {
 		t.Fatalf("declined card: %s", got)
 	}
 }

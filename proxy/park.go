@@ -157,7 +157,7 @@ func (v reqView) resumed(ctx context.Context, name string, args json.RawMessage,
 	delete(s.parked, st.Parking)
 	s.parkMu.Unlock()
 	if p == nil || p.tool != name || (p.session != ss.key && !ss.ephemeral) || p.session != st.Session {
-		return refusal{deny(codeInputLost, "quiver holds no call waiting for these answers (it ended, timed out, or belongs to another call); call the tool again from the start.")}.result()
+		return refusal{deny(gate.CodeInputLost, "quiver holds no call waiting for these answers (it ended, timed out, or belongs to another call); call the tool again from the start.")}.result()
 	}
 	p.answer(roundTrip(ctx).InputResponses)
 	return v.await(ctx, p)
@@ -196,8 +196,8 @@ func (v reqView) await(ctx context.Context, p *parking) *mcp.CallToolResult {
 				MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state}}
 		case <-ctx.Done():
 			p.close()
-			s.ended(p.ledger, gate.OutcomeCancelled, "error.cancelled")
-			return refusal{deny("error.cancelled", "The call was cancelled.")}.result()
+			s.ended(p.ledger, gate.OutcomeCancelled, gate.CodeCancelled)
+			return refusal{deny(gate.CodeCancelled, "The call was cancelled.")}.result()
 		}
 	}
 }

@@ -43,7 +43,7 @@ policy:
 	first := start()
 	c := first.connect("stdio")
 	res := c.call("ex__notes_add", map[string]any{"title": "x"})
-	wantCode(t, res, codeApprovalUnavailable)
+	wantCode(t, res, gate.CodeApprovalUnavailable)
 	m := regexp.MustCompile(`quiver approve (\d+)`).FindStringSubmatch(res.text())
 	if m == nil {
 		t.Fatalf("no approval number in %q", res.text())
@@ -59,5 +59,5 @@ policy:
 
 	second := start()
 	t.Cleanup(func() { _ = second.s.Close() })
-	wantCode(t, second.connect("stdio").call("ex__notes_add", map[string]any{"title": "z"}), codeApprovalUnavailable)
+	wantCode(t, second.connect("stdio").call("ex__notes_add", map[string]any{"title": "z"}), gate.CodeApprovalUnavailable)
 }

@@ -29,7 +29,7 @@ policy:
 	// An approval from a terminal could never reach the next request, so
 	// the refusal says so instead of naming `quiver approve N`.
 	res := a.call("ex__notes_add", map[string]any{"title": "x"})
-	wantCode(t, res, codeApprovalUnavailable)
+	wantCode(t, res, gate.CodeApprovalUnavailable)
 	if !strings.Contains(res.text(), "no session") || strings.Contains(res.text(), "quiver approve") {
 		t.Fatalf("refusal does not explain the missing session: %q", res.text())
 	}
@@ -48,7 +48,7 @@ policy:
 	if _, err := r.s.ledger.ResolveApproval(ctx, id, gate.Resolution{Approve: true, Lifetime: gate.ForSession}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, b.call("ex__notes_add", map[string]any{"title": "y"}), codeApprovalUnavailable)
+	wantCode(t, b.call("ex__notes_add", map[string]any{"title": "y"}), gate.CodeApprovalUnavailable)
 	r.s.mu.Lock()
 	n := len(r.s.sessions)
 	r.s.mu.Unlock()

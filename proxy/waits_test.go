@@ -35,7 +35,7 @@ policy:
 		{"page denies", func(s *Server, id int64) error {
 			_, err := s.Answer(ctx, id, gate.Resolution{Approve: false})
 			return err
-		}, codeApprovalDenied, 500 * time.Millisecond},
+		}, gate.CodeApprovalDenied, 500 * time.Millisecond},
 		{"terminal allows", func(s *Server, id int64) error {
 			// quiver approve N in another process writes only the ledger.
 			_, err := s.ledger.ResolveApproval(ctx, id, gate.Resolution{Approve: true, Lifetime: gate.Once})
@@ -93,7 +93,7 @@ policy:
   defaults:
     write: ask
 `, rigTools()...)
-	wantCode(t, r.connect("stdio").call("ex__notes_add", map[string]any{"title": "x"}), codeApprovalUnavailable)
+	wantCode(t, r.connect("stdio").call("ex__notes_add", map[string]any{"title": "x"}), gate.CodeApprovalUnavailable)
 }
 
 // A page that nobody answers: the call ends at the approval timeout, with
@@ -109,7 +109,7 @@ policy:
 `, rigTools()...)
 	r.s.opts.ApprovalPage = true
 	res := r.connect("stdio").call("ex__notes_add", map[string]any{"title": "x"})
-	wantCode(t, res, codeApprovalTimeout)
+	wantCode(t, res, gate.CodeApprovalTimeout)
 	as, _ := r.s.ledger.Approvals(context.Background(), gate.ApprovalFilter{State: gate.Pending})
 	if len(as) != 1 {
 		t.Fatalf("pending after the timeout: %v", as)
