@@ -5,73 +5,21 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/quiver-mcp/quiver/internal/escapecorpus"
 )
 
-// escapeCorpus is testdata/escapes.json: a corpus meant for reuse end to
-// end (through a real filesystem server), so it is data, not Go.
-type escapeCorpus struct {
-	Fixtures struct {
-		Dirs  []string `json:"dirs"`
-		Files []string `json:"files"`
-		Links []struct {
-			Link   string `json:"link"`
-			Target string `json:"target"`
-		} `json:"links"`
-	} `json:"fixtures"`
-	Controls []escapeAttempt `json:"controls"`
-	Attempts []escapeAttempt `json:"attempts"`
-}
-
-type escapeAttempt struct {
-	Name     string          `json:"name"`
-	Args     json.RawMessage `json:"args"`
-	Raw      string          `json:"raw"`
-	Expect   string          `json:"expect"`
-	PathArgs []string        `json:"path_args"`
-}
-
-func loadEscapes(t testing.TB, f fixture) (escapeCorpus, func(string) string) {
+// loadEscapes reads testdata/escapes.json (a corpus the end-to-end test
+// runs too, through a real filesystem server) and lays out its fixtures
+// in f.
+func loadEscapes(t testing.TB, f fixture) (escapecorpus.Corpus, func(string) string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "escapes.json"))
+	c, sub, err := escapecorpus.Load(filepath.Join("testdata", "escapes.json"), f.root, f.outside)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c escapeCorpus
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	sub := strings.NewReplacer(
-		"{{ROOT_UPPER}}", strings.ToUpper(f.root),
-		"{{ROOTNAME}}", filepath.Base(f.root),
-		"{{ROOT}}", f.root,
-		"{{OUTSIDE}}", f.outside,
-		"{{HOME}}", f.outside,
-	).Replace
-	for _, d := range c.Fixtures.Dirs {
-		if err := os.MkdirAll(sub(d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range c.Fixtures.Files {
-		if err := os.WriteFile(sub(p), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, l := range c.Fixtures.Links {
-		if err := os.Symlink(sub(l.Target), sub(l.Link)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return c, sub
-}
-
-func (a escapeAttempt) args(sub func(string) string) json.RawMessage {
-	if a.Raw != "" {
-		return json.RawMessage(sub(a.Raw))
-	}
-	return json.RawMessage(sub(string(a.Args)))
 }
 
 // TestEscapeCorpus runs every attempt against a read tool and a write tool
@@ -92,7 +40,7 @@ func TestEscapeCorpus(t *testing.T) {
 	}
 	for _, c := range corpus.Controls {
 		for _, tl := range tools {
-			d := g.Evaluate(ctx, call(tl, string(c.args(sub))))
+			d := g.Evaluate(ctx, call(tl, c.Arguments(sub)))
 			if d.Verdict != Allow {
 				t.Errorf("control %s via %s: got %s %s (%s); the harness would deny everything", c.Name, tl.Name, d.Verdict, d.Code, d.Reason)
 			}
@@ -104,10 +52,10 @@ func TestEscapeCorpus(t *testing.T) {
 			tl := *base
 			tl.PathArgs = a.PathArgs
 			t.Run(a.Name+"/"+string(tl.Class), func(t *testing.T) {
-				d := g.Evaluate(ctx, call(&tl, string(a.args(sub))))
+				d := g.Evaluate(ctx, call(&tl, a.Arguments(sub)))
 				if d.Verdict == Allow {
 					escapes++
-					t.Fatalf("ESCAPE: allowed %s (%s)", a.args(sub), d.Reason)
+					t.Fatalf("ESCAPE: allowed %s (%s)", a.Arguments(sub), d.Reason)
 				}
 				if a.Expect != "" && d.Verdict.String() != a.Expect {
 					t.Errorf("got %s %s (%s), corpus expects %s", d.Verdict, d.Code, d.Reason, a.Expect)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,26 +12,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/quiver-mcp/quiver/internal/escapecorpus"
 	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
-
-// escapeCorpus is gate/testdata/escapes.json: path-escape attempts with
-// placeholders, and the fixtures they need.
-type escapeCorpus struct {
-	Fixtures struct {
-		Dirs  []string                        `json:"dirs"`
-		Files []string                        `json:"files"`
-		Links []struct{ Link, Target string } `json:"links"`
-	} `json:"fixtures"`
-	Controls []escapeAttempt `json:"controls"`
-	Attempts []escapeAttempt `json:"attempts"`
-}
-
-type escapeAttempt struct {
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-	Raw  string          `json:"raw"`
-}
 
 // TestPathEscapesEndToEnd sends every attempt of the gate's corpus through
 // quiver to the published filesystem server, started with root "/" so that
@@ -40,34 +22,15 @@ type escapeAttempt struct {
 // attempt must be refused by quiver itself: the server never sees it.
 func TestPathEscapesEndToEnd(t *testing.T) {
 	script := filesystemServer(t)
-	b, err := os.ReadFile("../../gate/testdata/escapes.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var corpus escapeCorpus
-	if err := json.Unmarshal(b, &corpus); err != nil {
-		t.Fatal(err)
-	}
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(base, "fenced")
 	outside := root + "-evil"
-	sub := strings.NewReplacer("{{ROOT}}", root, "{{ROOTNAME}}", filepath.Base(root),
-		"{{ROOT_UPPER}}", strings.ToUpper(root), "{{OUTSIDE}}", outside, "{{HOME}}", outside)
-	for _, d := range append([]string{root}, corpus.Fixtures.Dirs...) {
-		if err := os.MkdirAll(sub.Replace(d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range corpus.Fixtures.Files {
-		os.WriteFile(sub.Replace(f), []byte("inside\n"), 0o600)
-	}
-	for _, l := range corpus.Fixtures.Links {
-		if err := os.Symlink(sub.Replace(l.Target), sub.Replace(l.Link)); err != nil {
-			t.Fatal(err)
-		}
+	corpus, sub, err := escapecorpus.Load("../../gate/testdata/escapes.json", root, outside)
+	if err != nil {
+		t.Fatal(err)
 	}
 	const secret = "TOP-SECRET-OUTSIDE"
 	os.WriteFile(filepath.Join(outside, "x"), []byte(secret), 0o600)
@@ -109,12 +72,8 @@ policy:
 	}
 	h.waitTools("filesystem__read_text_file", "filesystem__write_file")
 
-	send := func(tool string, a escapeAttempt) *mcp.CallToolResult {
-		raw := a.Raw
-		if raw == "" {
-			raw = string(a.Args)
-		}
-		raw = sub.Replace(raw)
+	send := func(tool string, a escapecorpus.Attempt) *mcp.CallToolResult {
+		raw := a.Arguments(sub)
 		if tool == "filesystem__write_file" {
 			raw = strings.TrimSuffix(strings.TrimSpace(raw), "}") + `,"content":"escaped"}`
 		}
