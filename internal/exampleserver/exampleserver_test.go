@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // childEnv makes the test binary run Serve on its stdin and stdout instead of
@@ -83,15 +85,12 @@ func call(t *testing.T, c *client.Client, tool, args string) *mcp.CallToolResult
 // text returns a result's text content.
 func text(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
-	var parts []string
 	for _, c := range res.Content {
-		tc, ok := c.(mcp.TextContent)
-		if !ok {
+		if _, ok := c.(mcp.TextContent); !ok {
 			t.Fatalf("content %T, want text", c)
 		}
-		parts = append(parts, tc.Text)
 	}
-	return strings.Join(parts, "\n")
+	return toolresult.Text(res)
 }
 
 // ok calls a tool that must succeed and returns its text.
