@@ -222,7 +222,7 @@ func (s *Server) install(cat *registry.Catalog) {
 		ss.forgetSearch() // the new catalog may answer the same search differently
 		s.notify(ss)
 	}
-	s.signalInstalled()
+	s.installed.signal()
 }
 
 func alwaysLoad() *mcp.Meta {

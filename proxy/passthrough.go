@@ -188,22 +188,12 @@ func (m *mirror) ordered() []struct {
 	return out
 }
 
-// passThroughOptions are the capabilities pass-through adds to quiver's
-// MCP server (prompts are declared with the slash commands): resources
-// (with subscriptions) that change,
-// logging, and completion forwarded to the owning server.
-func (s *Server) passThroughOptions() []server.ServerOption {
-	return []server.ServerOption{
-		server.WithResourceCapabilities(true, true),
-		server.WithLogging(),
-		server.WithCompletions(),
-		server.WithPromptCompletionProvider(completion{s.pass}),
-		server.WithResourceCompletionProvider(completion{s.pass}),
-	}
-}
-
-// passThroughHooks wires the relay and the mirror into mcp-go's hooks.
-func (s *Server) passThroughHooks(h *server.Hooks) {
+// passThrough wires the relay and the mirror into mcp-go's hooks and
+// returns the capabilities pass-through adds to quiver's MCP server
+// (prompts are declared with the slash commands): resources (with
+// subscriptions) that change, logging, and completion forwarded to the
+// owning server.
+func (s *Server) passThrough(h *server.Hooks) []server.ServerOption {
 	h.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.relay.register(cs) })
 	h.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		s.relay.setLevel(ctx, req.Params.Level)
@@ -211,6 +201,13 @@ func (s *Server) passThroughHooks(h *server.Hooks) {
 	h.AddAfterListResources(s.pass.listResources)
 	h.AddAfterListResourceTemplates(s.pass.listTemplates)
 	h.AddOnRequestInitialization(s.pass.subscriptionHook)
+	return []server.ServerOption{
+		server.WithResourceCapabilities(true, true),
+		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completion{s.pass}),
+		server.WithResourceCompletionProvider(completion{s.pass}),
+	}
 }
 
 // passThroughInstall registers the one resource template every read goes

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 
@@ -120,7 +121,7 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 		s.log.Warn("config: reload widens what calls may do", "change", set.redact.Redact(w))
 	}
 	prev := s.pending.Swap(set)
-	wait := s.installWait()
+	wait := s.installed.wait()
 	ch, err := s.reg.Apply(ctx, cfg)
 	if err != nil {
 		s.pending.CompareAndSwap(set, prev)
@@ -131,7 +132,7 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 	for s.state.Load().settings != set {
 		select {
 		case <-wait:
-			wait = s.installWait()
+			wait = s.installed.wait()
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -140,20 +141,24 @@ func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
 	return nil
 }
 
-func (s *Server) installWait() <-chan struct{} {
-	if p := s.installed.Load(); p != nil {
+// An installSignal wakes whoever waits for the next install: wait's
+// channel is closed by the next signal.
+type installSignal struct{ ch atomic.Pointer[chan struct{}] }
+
+func (w *installSignal) wait() <-chan struct{} {
+	if p := w.ch.Load(); p != nil {
 		return *p
 	}
 	ch := make(chan struct{})
-	if s.installed.CompareAndSwap(nil, &ch) {
+	if w.ch.CompareAndSwap(nil, &ch) {
 		return ch
 	}
-	return *s.installed.Load()
+	return *w.ch.Load()
 }
 
-func (s *Server) signalInstalled() {
+func (w *installSignal) signal() {
 	ch := make(chan struct{})
-	if old := s.installed.Swap(&ch); old != nil {
+	if old := w.ch.Swap(&ch); old != nil {
 		close(*old)
 	}
 }

@@ -79,7 +79,7 @@ type Server struct {
 	slashNames []string // slash prompts registered, for reloads
 	state      atomic.Pointer[snapshot]
 	// installed is closed and replaced after every install.
-	installed atomic.Pointer[chan struct{}]
+	installed installSignal
 	changes   chan *registry.Catalog
 
 	mu       sync.Mutex
@@ -208,7 +208,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	})
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.awaitTool(ctx, req) })
 	s.clock(hooks)
-	s.passThroughHooks(hooks)
+	passOpts := s.passThrough(hooks)
 	mcpOpts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		// Slash commands are prompts; downstream prompts join them.
@@ -221,7 +221,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		mcpOpts = append(mcpOpts, server.WithInstructions("quiver fronts many MCP servers. Your tool list is kept small: "+
 			"use search_tools to find the tool you need; the tools it finds are bound for your next steps."))
 	}
-	s.mcp = server.NewMCPServer("quiver", registry.Version, append(mcpOpts, s.passThroughOptions()...)...)
+	s.mcp = server.NewMCPServer("quiver", registry.Version, append(mcpOpts, passOpts...)...)
 	s.syncSlashPrompts()
 	s.passThroughInstall()
 	// The registry's first catalog: no tools yet, every server starting.

@@ -28,7 +28,7 @@ func (v reqView) awaitStartup(ctx context.Context, ready func(*snapshot) bool) r
 	defer timer.Stop()
 	for {
 		// The channel before the snapshot: an install in between closes it.
-		next := v.s.installWait()
+		next := v.s.installed.wait()
 		v = v.renew()
 		if !anyStarting(v.cat) || (ready != nil && ready(v.snapshot)) {
 			return v
