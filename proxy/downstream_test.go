@@ -36,14 +36,13 @@ type localServers struct {
 }
 
 // localDownstream gives New a downstream of the named servers.
-func localDownstream(servers map[string]*server.MCPServer) (NewDownstream, func() *localServers) {
-	var built *localServers
+func localDownstream(servers map[string]*server.MCPServer) NewDownstream {
 	return func(cfg *registry.Config, hooks registry.Options) Downstream {
-		built = &localServers{hooks: hooks, servers: servers, cfg: cfg, clients: map[string]*client.Client{},
+		d := &localServers{hooks: hooks, servers: servers, cfg: cfg, clients: map[string]*client.Client{},
 			tools: map[string][]mcp.Tool{}, ready: make(chan struct{})}
-		built.cat = built.build()
-		return built
-	}, func() *localServers { return built }
+		d.cat = d.build()
+		return d
+	}
 }
 
 func (d *localServers) Start(ctx context.Context) {
@@ -191,7 +190,14 @@ func newInProcessServer(tb testing.TB, cfgText string, opts Options, servers map
 	if opts.StateDir == "" {
 		opts.StateDir = tb.TempDir()
 	}
-	opts.Downstream, _ = localDownstream(servers)
+	opts.Downstream = localDownstream(servers)
+	return startTestServer(tb, cfg, opts)
+}
+
+// startTestServer starts a proxy for cfg, waits until its servers have
+// tried to start, and connects an in-process client to it.
+func startTestServer(tb testing.TB, cfg *registry.Config, opts Options) (*Server, *client.Client) {
+	tb.Helper()
 	s, err := New(cfg, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -201,7 +207,7 @@ func newInProcessServer(tb testing.TB, cfgText string, opts Options, servers map
 	select {
 	case <-s.Ready():
 	case <-time.After(20 * time.Second):
-		tb.Fatal("the in-process servers did not start")
+		tb.Fatal("the downstream servers did not start")
 	}
 	return s, connectInProcess(tb, s)
 }

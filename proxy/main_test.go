@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -51,18 +50,7 @@ func newTestServerWith(tb testing.TB, surface string, opts Options) (*Server, *c
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s, err := New(cfg, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.Start(context.Background())
-	tb.Cleanup(func() { s.Close() })
-	select {
-	case <-s.Ready():
-	case <-time.After(20 * time.Second):
-		tb.Fatal("the example server did not start")
-	}
-	return s, connectInProcess(tb, s)
+	return startTestServer(tb, cfg, opts)
 }
 
 // connectInProcess connects one more in-process client (a session of its
