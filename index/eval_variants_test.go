@@ -155,7 +155,25 @@ func TestEvalVariants(t *testing.T) {
 				for _, also := range []int{0, 15} {
 					variants = append(variants, variant{name: fmt.Sprintf("%d servers %d bytes also %d", n, mb, also), mod: func(o *options) {
 						o.moreServers, o.maxMoreBytes, o.maxAlso, o.maxAlsoBytes = n, mb, also, 40*also
+						o.maxMore, o.firstMoreBytes, o.alsoDepth = 40, 0, 0 // as before the room was spent
 						o.rerankDepth = max(o.rerankDepth, answerHits+also)
+					}})
+				}
+			}
+		}
+	}
+	if mode == "answer" || mode == "room" {
+		if mode == "room" {
+			variants = variants[:1]
+		}
+		// The room answers have under their size targets, spent on the
+		// best server's list, on every listed server's, or on Also.
+		for _, first := range []int{0, 1000, 1500, 2000} {
+			for _, mb := range []int{500, 700} {
+				for _, also := range [][2]int{{15, 0}, {30, 15}, {40, 30}} {
+					variants = append(variants, variant{name: fmt.Sprintf("first %d more %d also %d/+%d", first, mb, also[0], also[1]), mod: func(o *options) {
+						o.firstMoreBytes, o.maxMoreBytes, o.maxMore = first, mb, 100
+						o.maxAlso, o.maxAlsoBytes, o.alsoDepth = also[0], 40*also[0], also[1]
 					}})
 				}
 			}

@@ -520,7 +520,7 @@ func TestSearchServers(t *testing.T) {
 	if !slices.Contains(all, "github__merge_pull_request") {
 		t.Errorf("merge_pull_request is neither hit nor listed: %v", all)
 	}
-	for _, s := range res.Servers {
+	for k, s := range res.Servers {
 		size := 0
 		for _, n := range s.More {
 			if hit[n] {
@@ -531,7 +531,7 @@ func TestSearchServers(t *testing.T) {
 			}
 			size += len(n) - len(s.Name) - 2 + 2
 		}
-		if size > maxMoreBytes {
+		if budget := defaultOptions().maxMoreBytes; size > budget && (k > 0 || size > defaultOptions().firstMoreBytes) {
 			t.Errorf("%s lists %d bytes of names", s.Name, size)
 		}
 	}
@@ -637,5 +637,51 @@ func TestSearchAlsoNamesRankedPastHits(t *testing.T) {
 	// for the rest: every one of the 12 is named.
 	if missing != 0 || len(res.Also) != len(entries)-len(res.Hits) {
 		t.Errorf("hits %v, also %v: %d of %d tools named nowhere", names(res), res.Also, missing, len(entries))
+	}
+}
+
+// TestListedNamesBindByExactName: a name an answer lists after "More in"
+// or "Also near" is not a hit (not bound), and searching it alone makes it
+// the first hit, confidently: the way the model binds a listed tool.
+func TestListedNamesBindByExactName(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	qs, err := readQueries(devFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	checked := map[string]bool{}
+	for _, q := range qs {
+		res, err := ix.Search(ctx, Query{Text: q.Query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := slices.Clone(res.Also)
+		for _, s := range res.Servers {
+			listed = append(listed, s.More...)
+		}
+		for _, n := range listed {
+			if slices.Contains(names(res), n) {
+				t.Errorf("%q: %s is listed and a hit", q.Query, n)
+			}
+			if checked[n] {
+				continue
+			}
+			checked[n] = true
+			got, err := ix.Search(ctx, Query{Text: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Hits) == 0 || got.Hits[0].Entry.Name != n || got.Weak {
+				t.Errorf("Search(%q) = %v weak=%v, want it first, confident", n, names(got), got.Weak)
+			}
+		}
+	}
+	if len(checked) < 500 {
+		t.Errorf("only %d names listed over the dev queries", len(checked))
 	}
 }

@@ -47,9 +47,11 @@ type options struct {
 	moreServers     int     // servers an answer lists the other entries of
 	maxMore         int     // ... at most this many names each
 	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
+	firstMoreBytes  int     // ... the best server's in this many (0: maxMoreBytes)
 	moreHeadWeight  float64 // ... ordered by the query's share in them, and this much its share in their name, title and lead
 	maxAlso         int     // ranked candidates past the hits an answer names, from other servers
 	maxAlsoBytes    int     // ... their exposed names in at most this many bytes
+	alsoDepth       int     // ... taken also from this many candidates past the reranked ones, by score alone
 
 	// Measured and left off (0), kept so TestEvalVariants can show why.
 	serverPrior    float64 // the server's document score added to its entries', as a share of the best bluge score
@@ -88,8 +90,10 @@ func defaultOptions() options {
 		moreServers:     4,
 		maxMore:         maxMore,
 		maxMoreBytes:    maxMoreBytes,
-		maxAlso:         15,
-		maxAlsoBytes:    600,
+		firstMoreBytes:  2000,
+		maxAlso:         40,
+		maxAlsoBytes:    1600,
+		alsoDepth:       30,
 	}
 }
 

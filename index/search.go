@@ -79,14 +79,17 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if len(qts) == 0 && len(exact) == 0 {
 		return Result{Weak: true}, nil
 	}
-	var cands []candidate
+	var cands, tail []candidate
 	if len(qts) > 0 {
 		depth := max(limit, ix.opts.rerankDepth)
 		var err error
-		cands, err = ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds, q.Server), depth)
+		cands, err = ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds, q.Server), depth+ix.opts.alsoDepth)
 		if err != nil {
 			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
 		}
+		// Past the reranked candidates, the next by score alone: names
+		// for Also, which rank nothing.
+		cands, tail = cands[:min(depth, len(cands))], cands[min(depth, len(cands)):]
 	}
 	if len(cands) == 0 && len(exact) == 0 {
 		return Result{Weak: true}, nil
@@ -112,7 +115,8 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	if len(exact) > 0 {
 		// A tool's exact name is a request for that tool: it comes first,
 		// however its description scores.
-		cands = slices.DeleteFunc(cands, func(c candidate) bool { return slices.Contains(exact, c.i) })
+		isExact := func(c candidate) bool { return slices.Contains(exact, c.i) }
+		cands, tail = slices.DeleteFunc(cands, isExact), slices.DeleteFunc(tail, isExact)
 		top := 1.0
 		if len(cands) > 0 {
 			top = cands[0].score
@@ -130,7 +134,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		shown = append(shown, c.i)
 	}
 	res.Servers = ix.rankServers(qts, docs, docTop, cands, shown, q.Kinds, only)
-	res.Also = ix.also(cands[len(shown):], res.Servers)
+	res.Also = ix.also(slices.Concat(cands[len(shown):], tail), res.Servers)
 	return res, nil
 }
 

@@ -154,11 +154,12 @@ func (ix *Index) serverScores(qts []queryTerm) ([]float64, float64) {
 }
 
 // An answer lists at most maxMore names of one server, and no more than
-// fit in maxMoreBytes (their tool parts, comma separated): a server's whole
-// tool list when it is small, its nearest tools when it is big.
+// fit in maxMoreBytes (their tool parts, comma separated; the best
+// server's in options.firstMoreBytes): a server's whole tool list when it
+// is small, its nearest tools when it is big.
 const (
-	maxMore      = 40
-	maxMoreBytes = 500
+	maxMore      = 100
+	maxMoreBytes = 700
 )
 
 // rankServers picks the servers an answer names: by their documents' score
@@ -220,7 +221,11 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 		candScore[c.i] = c.score
 	}
 	var out []ServerHit
-	for _, r := range ranked[:min(ix.opts.moreServers, len(ranked))] {
+	for k, r := range ranked[:min(ix.opts.moreServers, len(ranked))] {
+		budget := ix.opts.maxMoreBytes
+		if k == 0 && ix.opts.firstMoreBytes > 0 {
+			budget = ix.opts.firstMoreBytes
+		}
 		type more struct {
 			i     int
 			score float64
@@ -243,7 +248,7 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 		size := 0
 		for _, m := range ms[:min(ix.opts.maxMore, len(ms))] {
 			size += len(toolPart(ix.entries[m.i])) + 2
-			if size > ix.opts.maxMoreBytes {
+			if size > budget {
 				break
 			}
 			h.More = append(h.More, ix.entries[m.i].Name)
