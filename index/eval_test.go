@@ -43,17 +43,18 @@ import (
 )
 
 // Floors on the judges, a query or three under what the index reaches
-// (fresh: R@5 0.67, R@1 0.54, in answer 0.83; blind: 0.69, 0.47, 0.88), so
+// (fresh: R@5 0.67, R@1 0.54, in answer 0.88; blind: 0.69, 0.47, 0.91), so
 // a change that loses ground on unseen queries fails. They are not the
 // targets of issue 11 (R@5 0.75, R@1 0.50, in answer 0.90), which lexical
-// ranking reaches only for R@1 on the fresh set; docs/BENCHMARKS.md says so.
+// ranking reaches only for R@1 on the fresh set and in answer on the blind
+// one; docs/BENCHMARKS.md says so.
 const (
 	freshRecall5Floor  = 0.65
 	freshRecall1Floor  = 0.51
-	freshInAnswerFloor = 0.81
+	freshInAnswerFloor = 0.85
 	blindRecall5Floor  = 0.67
 	blindRecall1Floor  = 0.45
-	blindInAnswerFloor = 0.86
+	blindInAnswerFloor = 0.89
 )
 
 const (
