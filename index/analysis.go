@@ -24,6 +24,7 @@ import (
 type token struct {
 	word string
 	term string
+	wi   *wordInfo // the analyzer's cached word, nil without a cache or for a phrase
 }
 
 // maxWordLen drops ids, hashes and base64 that would only bloat the index.
@@ -185,8 +186,8 @@ func buildStopWords() map[string]bool {
 // analyzer turns text into tokens. It holds only immutable tables and an
 // optional word cache owned by one goroutine (Build's).
 type analyzer struct {
-	words map[string]wordInfo // nil: no cache (Search runs concurrently)
-	vocab *vocabulary         // nil: the default vocabulary
+	words map[string]*wordInfo // nil: no cache (Search runs concurrently)
+	vocab *vocabulary          // nil: the default vocabulary
 }
 
 // wordInfo is what the analyzer makes of one split word, whatever its
@@ -196,6 +197,11 @@ type wordInfo struct {
 	stem  string // the snowball stem
 	term  string // the index term: the stem, synonyms folded; "" if dropped
 	first bool   // the stem starts a two-word phrase of the vocabulary
+
+	// Build's counts for the word, kept here so that a token costs one
+	// map lookup (analyzeEntries).
+	count wordAcc
+	acc   *termAcc // its term's accumulator
 }
 
 func (a *analyzer) voc() *vocabulary {
@@ -207,14 +213,14 @@ func (a *analyzer) voc() *vocabulary {
 
 func (a *analyzer) stem(w string) string { return a.info(w).stem }
 
-func (a *analyzer) info(w string) wordInfo {
+func (a *analyzer) info(w string) *wordInfo {
 	if a.words != nil {
 		if wi, ok := a.words[w]; ok {
 			return wi
 		}
 	}
 	v := a.voc()
-	wi := wordInfo{stem: stem(w)}
+	wi := &wordInfo{stem: stem(w)}
 	_, wi.first = v.firsts[wi.stem]
 	if !stopWords[w] && keepWord(w) {
 		wi.term = wi.stem
@@ -248,7 +254,11 @@ func (a *analyzer) analyze(text string, out []token) []token {
 		if wi.term == "" {
 			continue
 		}
-		out = append(out, token{word: w, term: wi.term})
+		t := token{word: w, term: wi.term}
+		if a.words != nil {
+			t.wi = wi
+		}
+		out = append(out, t)
 	}
 	return out
 }

@@ -5,19 +5,13 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
-
-	"github.com/blugelabs/bluge"
-	"github.com/blugelabs/bluge/index"
-	"github.com/blugelabs/bluge/search/similarity"
 )
 
-// Index fields. Boosts live in options; bluge has no index-time boosts.
+// Index fields, weighted into one combined field (options.weights).
 const (
-	fieldID     = "_id"
-	fieldKind   = "kind"
 	fieldName   = "name"   // the tool part of the exposed name, split
 	fieldTitle  = "title"  // annotations.title / skill title
 	fieldLead   = "lead"   // the description's first sentence: what the tool is for
@@ -26,8 +20,6 @@ const (
 	fieldParam  = "param"  // parameter descriptions
 	fieldPName  = "pname"  // parameter names
 	fieldHead   = "head"   // skill and reference headings
-	fieldSrvKey = "srvkey" // the server key as one keyword, for Query.Server
-	fieldAll    = "all"    // BM25F: every field, its terms repeated by the field's weight
 )
 
 var textFields = []string{fieldName, fieldTitle, fieldLead, fieldDesc, fieldServer, fieldParam, fieldPName, fieldHead}
@@ -36,7 +28,9 @@ var textFields = []string{fieldName, fieldTitle, fieldLead, fieldDesc, fieldServ
 type Index struct {
 	opts    options
 	entries []Entry
-	reader  *bluge.Reader
+	all     fieldIndex // the combined BM25F field: every text field, weighted
+	srv     fieldIndex // the server field, scored apart when a query names a server
+	scratch scratchPool
 
 	docs    int
 	df      map[string]int // term -> entries having it in any field
@@ -70,18 +64,18 @@ func build(entries []Entry, opts options) (*Index, error) {
 }
 
 // chunksFor is how many chunks a catalog of n entries is built in: one
-// below two of minBatch, else one per core, at most maxBatches.
+// below two of minChunk, else one per core, at most maxChunks.
 func chunksFor(n int) int {
-	if n < 2*minBatch {
+	if n < 2*minChunk {
 		return 1
 	}
-	return min(runtime.GOMAXPROCS(0), maxBatches, n/minBatch)
+	return min(runtime.GOMAXPROCS(0), maxChunks, n/minChunk)
 }
 
 // buildChunks builds the index in the given number of chunks, side by side.
 // The index answers the same whatever the number.
-func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err error) {
-	ix = &Index{
+func buildChunks(entries []Entry, opts options, chunks int) (*Index, error) {
+	ix := &Index{
 		opts:    opts,
 		entries: append([]Entry(nil), entries...),
 		docs:    len(entries),
@@ -114,64 +108,37 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 		seen[e.Name] = struct{}{}
 	}
 
-	// Scores are on the fields all and server; their total lengths are
-	// counted as the documents are made (see bm25).
-	allB, allK1 := opts.b, opts.k1
-	if opts.bm25f {
-		// Frequencies come normalized and scaled by bm25fScale.
-		allB, allK1 = 0, opts.k1*bm25fScale
-	}
-	allSim := &bm25{sim: similarity.NewBM25SimilarityBK1(allB, allK1), k1: allK1, b: allB, fixIDF: opts.fixIDF}
-	serverSim := &bm25{sim: similarity.NewBM25Similarity(), k1: 1.2, b: 0.75, fixIDF: opts.fixIDF}
-	cfg := bluge.InMemoryOnlyConfig()
-	cfg.PerFieldSimilarity[fieldAll] = allSim
-	cfg.PerFieldSimilarity[fieldServer] = serverSim
-	w, err := bluge.OpenWriter(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("build index: open writer: %w", err)
-	}
-	// The reader is a snapshot that outlives the writer; the writer's merge
-	// goroutines are not needed once the one batch is in.
-	defer func() {
-		if cerr := w.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("build index: close writer: %w", cerr)
-		}
-		if err != nil && ix != nil && ix.reader != nil {
-			_ = ix.reader.Close()
-		}
-		if err != nil {
-			ix = nil
-		}
-	}()
-
 	// Each chunk of entries is analyzed (pass 1: every field once, and the
-	// statistics) and turned into one bluge batch (pass 2) by a goroutine of
-	// its own. bluge builds one segment per batch, and that and the analysis
-	// are most of Build's time; a big catalog goes in as a few chunks built
-	// side by side, one per core. Chunks only write their own entries' slots
-	// and statistics; the statistics are sums, so they add up the same
-	// whatever order the chunks finish in.
+	// statistics) and posted (pass 2: each entry's weighted terms appended
+	// to their postings) by a goroutine of its own; a big catalog goes in
+	// as a few chunks side by side, one per core. Chunks only write their
+	// own entries' slots and statistics; the statistics are sums, so they
+	// add up the same whatever order the chunks finish in, and the
+	// postings are joined in chunk order, which is entry order.
 	chunks = max(1, min(chunks, len(ix.entries)))
 	fieldTerms := make([][][]*termAcc, len(ix.entries)) // entry -> field -> terms
 	parts := make([]*termStats, chunks)
-	lengths := make([]fieldLengths, chunks)
-	errs := make([]error, chunks)
-	var analyzed, batched sync.WaitGroup
+	var analyzed, posted sync.WaitGroup
 	ready := make(chan struct{}) // closed once the statistics are summed
+	ix.all = fieldIndex{length: make([]int32, len(ix.entries)), docs: len(ix.entries), fixIDF: opts.fixIDF}
+	ix.srv = fieldIndex{length: make([]int32, len(ix.entries)), k1: 1.2, b: 0.75, fixIDF: opts.fixIDF}
+	ix.all.k1, ix.all.b = opts.k1, opts.b
+	if opts.bm25f {
+		// Frequencies come normalized per field and scaled by bm25fScale.
+		ix.all.k1, ix.all.b = opts.k1*bm25fScale, 0
+	}
 	for c := range chunks {
 		lo, hi := c*len(ix.entries)/chunks, (c+1)*len(ix.entries)/chunks
 		analyzed.Add(1)
-		batched.Add(1)
+		posted.Add(1)
 		go func() {
-			defer batched.Done()
+			defer posted.Done()
 			parts[c] = ix.analyzeEntries(fieldTerms, lo, hi)
 			analyzed.Done()
 			if opts.bm25f {
 				<-ready // a field's length is weighed against its average
 			}
-			var b *index.Batch
-			b, lengths[c] = ix.batch(fieldTerms, lo, hi)
-			errs[c] = w.Batch(b)
+			ix.post(fieldTerms, lo, hi)
 		}()
 	}
 	analyzed.Wait()
@@ -196,62 +163,66 @@ func buildChunks(entries []Entry, opts options, chunks int) (ix *Index, err erro
 			ix.byName[tp] = append(ix.byName[tp], i)
 		}
 	}
-	batched.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return ix, fmt.Errorf("build index: batch: %w", err)
+	posted.Wait()
+	ix.all.lists, ix.srv.lists = make(map[string][]posting, len(ix.df)), map[string][]posting{}
+	for _, p := range parts {
+		for t, acc := range p.accs {
+			if len(acc.inAll) > 0 {
+				ix.all.lists[t] = append(ix.all.lists[t], acc.inAll...)
+			}
+			if len(acc.inServer) > 0 {
+				ix.srv.lists[t] = append(ix.srv.lists[t], acc.inServer...)
+			}
+		}
+		p.accs = nil
 	}
-	for _, l := range lengths {
-		allSim.fieldLength += l.all
-		serverSim.fieldLength += l.server
+	for i := range ix.entries {
+		ix.all.total += uint64(ix.all.length[i])
+		ix.srv.total += uint64(ix.srv.length[i])
+		if ix.srv.length[i] > 0 {
+			ix.srv.docs++
+		}
 	}
-	ix.reader, err = w.Reader()
-	if err != nil {
-		return ix, fmt.Errorf("build index: reader: %w", err)
-	}
+	ix.scratch.n = len(ix.entries)
 	return ix, nil
 }
 
-// bm25fScale keeps normalized frequencies integers, as bluge needs them,
-// to a hundredth.
+// bm25fScale keeps normalized frequencies integers, to a hundredth.
 const bm25fScale = 100
 
-// Batches: a catalog smaller than two of minBatch goes in as one; no more
-// than maxBatches, since every segment costs each search a little.
+// Chunks: a catalog smaller than two of minChunk is built as one; no more
+// than maxChunks.
 const (
-	minBatch   = 2000
-	maxBatches = 4
+	minChunk  = 2000
+	maxChunks = 4
 )
 
-// fieldLengths are the lengths of the scored fields, summed over documents.
-type fieldLengths struct{ all, server uint64 }
-
-// batch makes the bluge documents of entries lo..hi-1 from their analyzed
-// fields.
-func (ix *Index) batch(fieldTerms [][][]*termAcc, lo, hi int) (*index.Batch, fieldLengths) {
-	var lengths fieldLengths
+// post appends entries lo..hi-1 to the postings of their terms in the
+// combined field and the server field, kept by the chunk's accumulators,
+// and sets their lengths there.
+func (ix *Index) post(fieldTerms [][][]*termAcc, lo, hi int) {
 	opts := ix.opts
-	batch := bluge.NewBatch()
-	var all, srv termsBuilder
+	var all entryTerms
+	var srv []*termAcc
 	for i := lo; i < hi; i++ {
-		e := ix.entries[i]
 		all.reset()
-		doc := bluge.NewDocument(strconv.Itoa(i))
-		doc.AddField(bluge.NewKeywordField(fieldKind, string(e.Kind)))
-		if e.Server != "" {
-			doc.AddField(bluge.NewKeywordField(fieldSrvKey, e.Server))
-		}
 		for fi, f := range textFields {
 			terms := fieldTerms[i][fi]
 			if len(terms) == 0 {
 				continue
 			}
 			if f == fieldServer {
-				srv.reset()
+				// A few words; each counts one.
+				srv = srv[:0]
 				for _, t := range terms {
-					srv.add(t.term, 1)
+					if !slices.Contains(srv, t) {
+						srv = append(srv, t)
+					}
 				}
-				doc.AddField(srv.field(f))
-				lengths.server += uint64(srv.length)
+				for _, t := range srv {
+					t.inServer = append(t.inServer, posting{entry: int32(i), freq: int32(countOf(terms, t))})
+				}
+				ix.srv.length[i] = int32(len(terms))
 			}
 			w := opts.weights[f]
 			if opts.bm25f && w > 0 {
@@ -259,26 +230,57 @@ func (ix *Index) batch(fieldTerms [][][]*termAcc, lo, hi int) (*index.Batch, fie
 				w = max(1, int(math.Round(float64(w)*bm25fScale/norm)))
 			}
 			for _, t := range terms {
-				all.addAcc(t, i, w)
+				all.add(t, i, w)
 			}
 		}
-		doc.AddField(all.field(fieldAll))
-		lengths.all += uint64(all.length)
-		batch.Insert(doc)
+		for k, t := range all.accs {
+			t.inAll = append(t.inAll, posting{entry: int32(i), freq: all.freqs[k]})
+		}
+		ix.all.length[i] = int32(all.length)
 	}
-	return batch, lengths
 }
 
-// Close releases the index's reader.
-func (ix *Index) Close() error {
-	if ix == nil || ix.reader == nil {
-		return nil
+func countOf(terms []*termAcc, t *termAcc) int {
+	n := 0
+	for _, x := range terms {
+		if x == t {
+			n++
+		}
 	}
-	if err := ix.reader.Close(); err != nil {
-		return fmt.Errorf("close index: %w", err)
-	}
-	return nil
+	return n
 }
+
+// entryTerms collects one entry's weighted term frequencies in the
+// combined field.
+type entryTerms struct {
+	accs   []*termAcc
+	freqs  []int32
+	length int
+}
+
+func (b *entryTerms) reset() {
+	b.accs, b.freqs, b.length = b.accs[:0], b.freqs[:0], 0
+}
+
+// add adds weight to term t of entry i: the accumulator remembers where
+// the entry's term is, which spares a map.
+func (b *entryTerms) add(t *termAcc, i, weight int) {
+	if weight <= 0 {
+		return
+	}
+	b.length += weight
+	if t.doc == i+1 {
+		b.freqs[t.slot] += int32(weight)
+		return
+	}
+	t.doc, t.slot = i+1, len(b.accs)
+	b.accs = append(b.accs, t)
+	b.freqs = append(b.freqs, int32(weight))
+}
+
+// Close releases what the index holds. An Index keeps nothing but memory
+// today; Close stays so that its owner need not know.
+func (ix *Index) Close() error { return nil }
 
 // vocabulary is the synonym vocabulary the index was built with.
 func (ix *Index) vocabulary() *vocabulary {

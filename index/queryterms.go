@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strings"
 	"unicode"
-
-	"github.com/blugelabs/bluge"
 )
 
 // queryTerm is one distinct term of a query and how much it counts.
@@ -137,21 +135,24 @@ func (ix *Index) splitCompound(a *analyzer, w string, weight float64) []queryTer
 	return nil
 }
 
-func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind, server string) bluge.Query {
-	bq := bluge.NewBooleanQuery()
+// clauses are what a search scores: each query term in the combined
+// field; in the server field too when the term mostly names servers ("use
+// github to ..."); and its related terms, at a lower weight.
+func (ix *Index) clauses(qts []queryTerm) []clause {
 	inQuery := map[string]bool{}
 	for _, qt := range qts {
 		inQuery[qt.term] = true
 	}
+	var cs []clause
 	add := func(term string, weight float64) {
 		if ix.df[term] > 0 {
-			bq.AddShould(bluge.NewTermQuery(term).SetField(fieldAll).SetBoost(weight))
+			cs = append(cs, clause{f: &ix.all, term: term, boost: weight})
 		}
 	}
 	for _, qt := range qts {
 		add(qt.term, qt.weight)
 		if ix.opts.serverBoost > 0 && float64(ix.nameDF[qt.term]) >= ix.opts.serverShare*float64(ix.df[qt.term]) && ix.df[qt.term] > 0 {
-			bq.AddShould(bluge.NewTermQuery(qt.term).SetField(fieldServer).SetBoost(qt.weight * ix.opts.serverBoost))
+			cs = append(cs, clause{f: &ix.srv, term: qt.term, boost: qt.weight * ix.opts.serverBoost})
 		}
 		if ix.opts.relatedWeight <= 0 {
 			continue
@@ -164,19 +165,7 @@ func (ix *Index) blugeQuery(qts []queryTerm, kinds []Kind, server string) bluge.
 			}
 		}
 	}
-	if len(kinds) > 0 {
-		kq := bluge.NewBooleanQuery()
-		for _, k := range kinds {
-			kq.AddShould(bluge.NewTermQuery(string(k)).SetField(fieldKind).SetBoost(0))
-		}
-		bq.AddMust(kq)
-		bq.SetMinShould(1)
-	}
-	if server != "" {
-		bq.AddMust(bluge.NewTermQuery(server).SetField(fieldSrvKey).SetBoost(0))
-		bq.SetMinShould(1)
-	}
-	return bq
+	return cs
 }
 
 // coverage is the IDF-weighted share of the query's terms that entry i has.

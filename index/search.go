@@ -2,14 +2,9 @@ package index
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-
-	"github.com/blugelabs/bluge"
-	"github.com/blugelabs/bluge/search"
 )
 
 // Query is one search.
@@ -82,11 +77,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	var cands, tail []candidate
 	if len(qts) > 0 {
 		depth := max(limit, ix.opts.rerankDepth)
-		var err error
-		cands, err = ix.candidates(ctx, ix.blugeQuery(qts, q.Kinds, q.Server), depth+ix.opts.alsoDepth)
-		if err != nil {
-			return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
-		}
+		cands = ix.candidates(ix.clauses(qts), q.Kinds, only, depth+ix.opts.alsoDepth)
 		// Past the reranked candidates, the next by score alone: names
 		// for Also, which rank nothing.
 		cands, tail = cands[:min(depth, len(cands))], cands[min(depth, len(cands)):]
@@ -100,11 +91,7 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		ix.rerank(cands, qts, docs, docTop)
 		if ix.opts.feedbackTerms > 0 {
 			if fq := ix.feedback(cands, qts); len(fq) > len(qts) {
-				more, err := ix.candidates(ctx, ix.blugeQuery(fq, q.Kinds, q.Server), max(limit, ix.opts.rerankDepth))
-				if err != nil {
-					return Result{}, fmt.Errorf("search %q: %w", q.Text, err)
-				}
-				if len(more) > 0 {
+				if more := ix.candidates(ix.clauses(fq), q.Kinds, only, max(limit, ix.opts.rerankDepth)); len(more) > 0 {
 					ix.rerank(more, qts, docs, docTop)
 					cands = more
 				}
@@ -186,57 +173,6 @@ func (ix *Index) exactNames(q Query, only int32) []int {
 	return out
 }
 
-// candidates are the depth best entries by bluge's score, equal scores in
-// entry order. Scores do not depend on how the index is segmented (see
-// bm25), but bluge orders equal scores by segment, not entry; so ask for
-// twice as many as needed, and for more while the last ones tie: none of
-// the ties may be left out.
-func (ix *Index) candidates(ctx context.Context, bq bluge.Query, depth int) ([]candidate, error) {
-	for n := 2 * depth; ; n *= 2 {
-		cands, err := ix.topN(ctx, bq, n)
-		if err != nil {
-			return nil, err
-		}
-		if len(cands) == n && cands[depth-1].score == cands[n-1].score {
-			continue // ties at the cut: some may be out of the n
-		}
-		sort.Slice(cands, func(a, b int) bool {
-			if cands[a].score != cands[b].score {
-				return cands[a].score > cands[b].score
-			}
-			return cands[a].i < cands[b].i
-		})
-		return cands[:min(depth, len(cands))], nil
-	}
-}
-
-func (ix *Index) topN(ctx context.Context, bq bluge.Query, n int) ([]candidate, error) {
-	it, err := ix.reader.Search(ctx, bluge.NewTopNSearch(n, bq))
-	if err != nil {
-		return nil, err
-	}
-	cands := make([]candidate, 0, n)
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return nil, err
-		}
-		if m == nil {
-			return cands, nil
-		}
-		i, err := ix.docIndex(m)
-		if err != nil {
-			return nil, err
-		}
-		cands = append(cands, candidate{i: i, score: m.Score})
-	}
-}
-
-type candidate struct {
-	i     int
-	score float64
-}
-
 // rerank adds the server-domain prior and the query's coverage to bluge's
 // scores and sorts.
 func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best float64) {
@@ -290,24 +226,6 @@ func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best
 		}
 	}
 	sort.SliceStable(cands, func(a, b int) bool { return cands[a].score > cands[b].score })
-}
-
-func (ix *Index) docIndex(m *search.DocumentMatch) (int, error) {
-	idx := -1
-	err := m.VisitStoredFields(func(field string, value []byte) bool {
-		if field == fieldID {
-			idx, _ = strconv.Atoi(string(value))
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read hit: %w", err)
-	}
-	if idx < 0 || idx >= len(ix.entries) {
-		return 0, fmt.Errorf("read hit: bad document id %d", idx)
-	}
-	return idx, nil
 }
 
 // queryTerms analyzes text and corrects words the catalog does not have.

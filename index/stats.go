@@ -3,7 +3,6 @@ package index
 import (
 	"slices"
 	"sort"
-	"strings"
 )
 
 // termStats are the term statistics of some entries. Those of two sets of
@@ -14,6 +13,7 @@ type termStats struct {
 	serverDF map[string][]serverCount // term -> entries having it on each server
 	wordFreq map[string]int           // surface word -> entries having it
 	fieldLen []uint64                 // field -> terms it gives the combined field, summed
+	accs     map[string]*termAcc      // the chunk's terms, for their postings
 }
 
 // serverCount is how many of a server's entries have a term.
@@ -90,9 +90,9 @@ type termAcc struct {
 	df   int
 	srv  []serverCount // runs of entries of one server, in entry order
 
-	// For batch's combined field (termsBuilder.addAcc).
-	bytes     []byte
-	doc, slot int // 1 + the entry whose field has it last, and where
+	// For post.
+	doc, slot       int       // 1 + the entry whose combined field has it last, and where (entryTerms.add)
+	inAll, inServer []posting // the chunk's entries having it in the combined field, the server field
 }
 
 // wordAcc counts one surface word over a chunk's entries.
@@ -111,34 +111,42 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 		wordFreq: map[string]int{},
 		fieldLen: make([]uint64, len(textFields)),
 	}
-	a := &analyzer{words: map[string]wordInfo{}, vocab: ix.opts.vocab}
+	a := &analyzer{words: map[string]*wordInfo{}, vocab: ix.opts.vocab}
 	accs := map[string]*termAcc{}
-	words := map[string]*wordAcc{}
+	accOf := func(term string) *termAcc {
+		acc := accs[term]
+		if acc == nil {
+			acc = &termAcc{term: term, bit: termBit(term)}
+			accs[term] = acc
+		}
+		return acc
+	}
 	var toks []token
+	var ts, hs []string
+	var fields slab[[]*termAcc]
+	var accSlab slab[*termAcc]
+	var strSlab slab[string]
 	for i := lo; i < hi; i++ {
 		e := ix.entries[i]
 		sid := ix.serverOf[i]
-		fieldTerms[i] = make([][]*termAcc, len(textFields))
-		var ts, hs []string
+		fieldTerms[i] = fields.take(len(textFields))
+		ts, hs = ts[:0], hs[:0]
 		for fi, f := range textFields {
 			toks = a.analyze(fieldText(e, f), toks[:0])
-			terms := make([]*termAcc, len(toks))
+			terms := accSlab.take(len(toks))
 			for j, t := range toks {
-				if !strings.Contains(t.word, " ") {
-					w := words[t.word]
-					if w == nil {
-						w = &wordAcc{}
-						words[t.word] = w
-					}
-					if w.last != i+1 {
+				var acc *termAcc
+				if t.wi == nil { // a phrase: its words are not typos' neighbours
+					acc = accOf(t.term)
+				} else {
+					if w := &t.wi.count; w.last != i+1 {
 						w.last = i + 1
 						w.n++
 					}
-				}
-				acc := accs[t.term]
-				if acc == nil {
-					acc = &termAcc{term: t.term, bit: termBit(t.term)}
-					accs[t.term] = acc
+					if t.wi.acc == nil {
+						t.wi.acc = accOf(t.term)
+					}
+					acc = t.wi.acc
 				}
 				if f == fieldServer && !slices.Contains(terms[:j], acc) {
 					st.nameDF[t.term]++
@@ -169,19 +177,22 @@ func (ix *Index) analyzeEntries(fieldTerms [][][]*termAcc, lo, hi int) *termStat
 			}
 		}
 		slices.Sort(ts)
-		ix.terms[i] = ts
+		ix.terms[i] = strSlab.copy(ts)
 		slices.Sort(hs)
-		ix.heads[i] = slices.Compact(hs)
+		ix.heads[i] = strSlab.copy(slices.Compact(hs))
 		ix.names[i] = newNameForms(e.Name)
 	}
+	st.accs = accs
 	for t, acc := range accs {
 		st.df[t] = acc.df
 		if len(acc.srv) > 0 {
 			st.serverDF[t] = acc.srv
 		}
 	}
-	for w, acc := range words {
-		st.wordFreq[w] = acc.n
+	for w, wi := range a.words {
+		if wi.count.n > 0 {
+			st.wordFreq[w] = wi.count.n
+		}
 	}
 	return st
 }
@@ -204,5 +215,28 @@ func (ix *Index) inAll(f string, terms []*termAcc) []*termAcc {
 		}
 		out = append(out, t)
 	}
+	return out
+}
+
+// slab hands out slices of a few big allocations: analysis asks for many
+// small ones, several an entry, that live as long as the index.
+type slab[T any] struct{ buf []T }
+
+const slabSize = 16 << 10
+
+// take is a new slice of n zero values.
+func (s *slab[T]) take(n int) []T {
+	if cap(s.buf)-len(s.buf) < n {
+		s.buf = make([]T, 0, max(n, slabSize))
+	}
+	k := len(s.buf)
+	s.buf = s.buf[:k+n]
+	return s.buf[k : k+n : k+n]
+}
+
+// copy is a copy of xs in the slab.
+func (s *slab[T]) copy(xs []T) []T {
+	out := s.take(len(xs))
+	copy(out, xs)
 	return out
 }
