@@ -237,7 +237,10 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 			}
 			// Candidates keep their rank; the rest follow by how much of
 			// the query they share.
-			s := ix.coverage(i, qts) + ix.opts.moreHeadWeight*ix.share(ix.heads[i], ix.sigs[i], qts)
+			s := ix.coverage(i, qts)
+			if ix.opts.moreHeadWeight > 0 {
+				s += ix.opts.moreHeadWeight * ix.share(ix.heads[i], ix.sigs[i], qts)
+			}
 			if cs, ok := candScore[i]; ok && top > 0 {
 				s = 1 + ix.opts.moreHeadWeight + cs/top // above any share
 			}
