@@ -1,8 +1,10 @@
 // Package index owns quiver's search over tools, skills and references: it
-// turns catalog entries into an in-memory bluge index with an analyzer built
-// for tool names (snake_case, camelCase, server prefixes), a small general
-// vocabulary of the field's abbreviations, typo correction against the
-// catalog's own words, and ranks hits with BM25F over weighted fields plus a plain
+// turns catalog entries into an in-memory index (postings of its own,
+// scored with BM25 as bluge v0.2.2 computes it; bluge's English stemmer)
+// with an analyzer built for tool names (snake_case, camelCase, server
+// prefixes), a small general vocabulary of the field's abbreviations, typo
+// correction against the catalog's own words, and ranks hits with BM25F
+// over weighted fields plus a plain
 // "weak match" verdict. It ranks servers too — a server's document is its
 // tools' text and what it says about itself — so that an answer can name
 // the other tools of the servers that fit best. It also finds the closest
