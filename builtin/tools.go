@@ -13,6 +13,12 @@ const (
 	CallToolName    = "call_tool"
 )
 
+// Names are the names of every builtin tool, for a configuration that must
+// tell them from downstream tools (registry.ConfigOptions.Reserved).
+func Names() []string {
+	return []string{SearchToolsName, CallToolName, ReadFileName, RequestCapabilityName}
+}
+
 // SearchToolsTool is the definition of search_tools shown to the model.
 func SearchToolsTool() mcp.Tool {
 	return tool(SearchToolsName,

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"maps"
 	"net/url"
 	"regexp"
 	"runtime"
@@ -98,7 +99,7 @@ func (s Server) childEnviron(environ []string, extra ...string) []string {
 			add(kv)
 		}
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		add(k + "=" + s.Env[k])
 	}
 	for _, kv := range extra {

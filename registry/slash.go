@@ -5,13 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
-
-// builtinNames are quiver's own tools: always on, so never forced, gated
-// or narrowed by a slash command.
-var builtinNames = []string{"search_tools", "call_tool", "read_file", "request_capability"}
 
 // slash validates the slash: section and the top-level slash_gated list.
 func (p *parser) slash(in map[string]*fileSlash, gatedNames []string) ([]Slash, []string) {
@@ -59,7 +53,7 @@ func (p *parser) slash(in map[string]*fileSlash, gatedNames []string) ([]Slash, 
 		for i, t := range fs.Tools {
 			l := seqLine(p.root, i, "slash", name, "tools")
 			switch {
-			case slices.Contains(builtinNames, t):
+			case slices.Contains(p.reserved, t):
 				p.fail(l, "slash.%s.tools: %s is always on; list downstream tools (server__tool) here", name, t)
 			case !nameRE.MatchString(t):
 				p.fail(l, "slash.%s.tools: %q is not a tool name; use the exposed name, like server__tool", name, t)
@@ -117,7 +111,7 @@ func (p *parser) slash(in map[string]*fileSlash, gatedNames []string) ([]Slash, 
 		l := seqLine(p.root, i, "slash_gated")
 		forced := slices.ContainsFunc(out, func(sl Slash) bool { return slices.Contains(sl.Tools, t) })
 		switch {
-		case slices.Contains(builtinNames, t):
+		case slices.Contains(p.reserved, t):
 			p.fail(l, "slash_gated: %s is one of quiver's own tools and cannot be gated", t)
 		case !forced:
 			p.fail(l, "slash_gated: no slash command forces %s, so it could never run; add it to a slash entry's tools", t)
@@ -138,16 +132,6 @@ func MatchAny(globs []string, name string) bool {
 	return false
 }
 
-// seqLine is the line of item i of the sequence at path; the line of the
-// key itself when there is no such item.
-func seqLine(root *yaml.Node, i int, path ...string) int {
-	line, n := nodeAt(root, path...)
-	if n != nil && n.Kind == yaml.SequenceNode && i < len(n.Content) {
-		return n.Content[i].Line
-	}
-	return line
-}
-
 // shortened matches an exposed name ExposedName cut to fit: it ends in
 // '_' and eight hex digits of a hash.
 var shortened = regexp.MustCompile(`_[0-9a-f]{8}$`)
@@ -159,8 +143,8 @@ var shortened = regexp.MustCompile(`_[0-9a-f]{8}$`)
 // Catalog.Problems.
 func (p *parser) toolNames(cfg *Config, gated []string) {
 	check := func(where string, line int, name string) {
-		if slices.Contains(builtinNames, name) || shortened.MatchString(name) {
-			return // builtins are always there; a shortened name may have lost its prefix
+		if slices.Contains(p.reserved, name) || shortened.MatchString(name) {
+			return // reserved names are always there; a shortened name may have lost its prefix
 		}
 		if _, ok := cfg.ServerFor(name); !ok {
 			p.fail(line, "%s: %q names no configured server; use the exposed name, server__tool, with the server's key or prefix", where, name)

@@ -85,7 +85,7 @@ func TestSlashConfigErrors(t *testing.T) {
 		{"bad name", "slash:\n  r x:\n    description: x\n", "s.yaml:2: slash.r x: a slash command's name may only use"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig("s.yaml", []byte(tc.yaml), testLookup(nil))
+			_, err := ConfigOptions{Lookup: testLookup(nil), Reserved: []string{"search_tools", "call_tool"}}.Parse("s.yaml", []byte(tc.yaml))
 			if err == nil || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
 			}

@@ -1,12 +1,10 @@
 package registry
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -71,6 +69,13 @@ func LoadToggles(p string) (*Toggles, error) {
 // ParseToggles validates a toggles file held in memory. Errors wrap
 // ErrInvalidConfig and name the file and line.
 func ParseToggles(p string, b []byte) (*Toggles, error) {
+	t, _, err := parseToggles(p, b)
+	return t, err
+}
+
+// parseToggles is ParseToggles that also returns the file's node tree, for
+// EditToggles to edit.
+func parseToggles(p string, b []byte) (*Toggles, *yaml.Node, error) {
 	t := &Toggles{Path: p, Hash: contentHash(b)}
 	name := filepath.Base(p)
 	if p == "" {
@@ -80,21 +85,19 @@ func ParseToggles(p string, b []byte) (*Toggles, error) {
 		Enabled  []string `yaml:"enabled"`
 		Disabled []string `yaml:"disabled"`
 	}
-	var root yaml.Node // for lines; empty when the file is not valid YAML
-	if decodeYAML(yaml.NewDecoder(bytes.NewReader(b)), &root) != nil {
-		root = yaml.Node{}
+	root, _, err := parseYAML(name, b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := decodeYAML(dec, &doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(name, &root, err)...))
+	if errs := decodeNode(name, root, &doc); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	var errs []error
 	for _, list := range []struct {
 		key string
 		on  bool
 	}{{"enabled", true}, {"disabled", false}} {
-		_, n := nodeAt(&root, list.key)
+		_, n := nodeAt(root, list.key)
 		if n == nil || n.Kind != yaml.SequenceNode {
 			continue
 		}
@@ -109,10 +112,10 @@ func ParseToggles(p string, b []byte) (*Toggles, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
 	}
 	slices.SortStableFunc(t.Rules, func(a, b ToggleRule) int { return a.Line - b.Line })
-	return t, nil
+	return t, root, nil
 }
 
 // Decide says whether the tool exposed as name is switched on, starting

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"slices"
 	"strings"
@@ -24,13 +23,11 @@ func EditToggles(src []byte, on bool, patterns []string) (out []byte, moved bool
 			return nil, false, fmt.Errorf("%q is not a tool name or glob (like slack__* or github__get_?)", p)
 		}
 	}
-	if _, err := ParseToggles(TogglesFile, src); err != nil {
+	_, parsed, err := parseToggles(TogglesFile, src)
+	if err != nil {
 		return nil, false, err
 	}
-	var doc yaml.Node
-	if err := decodeYAML(yaml.NewDecoder(bytes.NewReader(src)), &doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, false, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(yamlErrors(TogglesFile, &doc, err)...))
-	}
+	doc := *parsed
 	if doc.Kind == 0 {
 		// Empty, or only comments, which the decoder drops: keep them on top.
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}},

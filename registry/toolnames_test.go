@@ -10,7 +10,7 @@ import (
 // name of a server that is not up is not known yet; globs and builtins
 // are checked as such.
 func TestCheckToolName(t *testing.T) {
-	cfg, err := ParseConfig("test.yaml", []byte("servers:\n  everything:\n    command: x\n  slow:\n    command: y\n"), testLookup(nil))
+	cfg, err := ConfigOptions{Lookup: testLookup(nil), Reserved: []string{"search_tools"}}.Parse("test.yaml", []byte("servers:\n  everything:\n    command: x\n  slow:\n    command: y\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

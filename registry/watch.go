@@ -242,7 +242,10 @@ func (w *Watcher) reload(ctx context.Context) {
 	var cfg *Config
 	if w.o.Servers != "" && !missing {
 		var err error
-		if cfg, err = ParseConfig(w.o.Servers, sb, w.o.Lookup); err != nil {
+		// The caller's reserved names are those the first config was
+		// parsed with: the watcher knows no tool names of its own.
+		opts := ConfigOptions{Lookup: w.o.Lookup, Reserved: w.current.reserved}
+		if cfg, err = opts.Parse(w.o.Servers, sb); err != nil {
 			w.fail(err)
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	quiver "github.com/quiver-mcp/quiver"
+	"github.com/quiver-mcp/quiver/builtin"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -118,10 +119,12 @@ func (c *common) load(e *env) (*registry.Config, error) {
 
 // parse finds and validates the configuration, without its toggles.
 func (c *common) parse(e *env) (*registry.Config, error) {
+	// quiver's own tools are names servers.yaml may use with no server.
+	opts := registry.ConfigOptions{Lookup: c.lookup(e), Reserved: builtin.Names()}
 	if path := c.serversPath(e); path != "" {
-		return registry.LoadConfigLookup(path, c.lookup(e))
+		return opts.Load(path)
 	}
-	return registry.ParseConfig("(built-in servers.yaml)", quiver.DefaultConfig, c.lookup(e))
+	return opts.Parse("(built-in servers.yaml)", quiver.DefaultConfig)
 }
 
 // serversPath is the servers.yaml in use; "" for the built-in one.

@@ -1,0 +1,72 @@
+package registry
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReservedNamesComeFromTheCaller: registry knows no tool names of its
+// own. The names a caller serves itself (quiver's builtins) come in
+// ConfigOptions.Reserved: the file may name them with no server, a slash
+// command may not force or gate them, CheckToolName passes them, and a
+// reload parses with the same names.
+func TestReservedNamesComeFromTheCaller(t *testing.T) {
+	const text = "servers:\n  a: {command: x}\nsurface:\n  always_on: [my_tool]\n"
+	if _, err := ParseConfig("test.yaml", []byte(text), testLookup(nil)); err == nil || !strings.Contains(err.Error(), `"my_tool" names no configured server`) {
+		t.Errorf("without reserved names, my_tool is a tool like any other; err = %v", err)
+	}
+	opts := ConfigOptions{Lookup: testLookup(nil), Reserved: []string{"my_tool"}}
+	cfg, err := opts.Parse("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatalf("a reserved name in always_on: %v", err)
+	}
+	if c := CheckToolName(cfg, NewCatalog(1), "my_tool"); c != (NameCheck{}) {
+		t.Errorf("CheckToolName(my_tool) = %+v; want no problem for a reserved name", c)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"servers:\n  a: {command: x}\nslash:\n  r:\n    description: x\n    tools: [my_tool]\n", "test.yaml:6: slash.r.tools: my_tool is always on"},
+		{"servers:\n  a: {command: x}\nslash_gated: [my_tool]\n", "test.yaml:3: slash_gated: my_tool is one of quiver's own tools and cannot be gated"},
+	} {
+		if _, err := opts.Parse("test.yaml", []byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v; want %q", err, tc.want)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "servers.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = opts.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	applied := make(chan *Config, 1)
+	w, err := Watch(context.Background(), cfg, WatchOptions{Servers: path, Debounce: 50 * time.Millisecond, Lookup: testLookup(nil),
+		Apply: func(_ context.Context, c *Config) error { applied <- c; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.WriteFile(path, []byte(strings.Replace(text, "servers:\n", "servers:\n  b: {command: y}\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-applied:
+			if names(c) != "b,a" {
+				t.Errorf("reloaded servers %s; want b,a", names(c))
+			}
+			return
+		case <-deadline:
+			t.Fatalf("the reload was not applied; status %+v", w.Status())
+		case <-time.After(50 * time.Millisecond):
+			if st := w.Status(); st.LastError != "" {
+				t.Fatalf("the reload was rejected: %s", st.LastError)
+			}
+		}
+	}
+}
