@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -666,4 +667,38 @@ func TestUnsetVariableDownsOnlyItsServer(t *testing.T) {
 	if _, err := ParseConfig("conf/test.yaml", []byte("servers:\n  gh:\n    command: x\n    env: {T: \"${A} ${B\"}\n"), testLookup(nil)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "never closed") {
 		t.Errorf("err = %v; want the unclosed ${ refused", err)
 	}
+}
+
+// TestSurfaceEncodesAsWritten: the surface prints (config effective, in
+// JSON and YAML) with the file's keys and durations as the file takes
+// them, and what it prints reads back as the same surface.
+func TestSurfaceEncodesAsWritten(t *testing.T) {
+	s := mustParse(t, "surface:\n  always_on: [a__b]\n  turn_idle: 1m30s\n  search_wait: 0s\nservers:\n  a: {command: x}\n", nil).Surface
+	j, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"reveal":"auto"`, `"always_on":["a__b"]`, `"turn_idle":"1m30s"`, `"search_wait":"0s"`, `"max_result_bytes":65536`} {
+		if !strings.Contains(string(j), want) {
+			t.Errorf("JSON %s lacks %s", j, want)
+		}
+	}
+	y, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := mustParse(t, "surface:\n"+indent(string(y))+"servers:\n  a: {command: x}\n", nil).Surface
+	if !reflect.DeepEqual(back, s) {
+		t.Errorf("YAML\n%s\nreads back as %+v; want %+v", y, back, s)
+	}
+}
+
+func indent(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "")
 }

@@ -131,7 +131,7 @@ type effectiveConfig struct {
 	Config      string            `json:"config" yaml:"config"`
 	Toggles     string            `json:"toggles" yaml:"toggles"`
 	LastReload  string            `json:"last_reload,omitempty" yaml:"last_reload,omitempty"`
-	Surface     effectiveSurface  `json:"surface" yaml:"surface"`
+	Surface     registry.Surface  `json:"surface" yaml:"surface"`
 	SkillDirs   []string          `json:"skill_dirs,omitempty" yaml:"skill_dirs,omitempty"`
 	Servers     []effectiveServer `json:"servers" yaml:"servers"`
 	Fence       effectiveFence    `json:"fence" yaml:"fence"`
@@ -166,16 +166,6 @@ type effectiveSlash struct {
 	ReadOnly bool     `json:"read_only,omitempty" yaml:"read_only,omitempty"`
 	Allow    []string `json:"allow,omitempty" yaml:"allow,omitempty"`
 	Gated    bool     `json:"gated,omitempty" yaml:"gated,omitempty"`
-}
-
-type effectiveSurface struct {
-	Reveal         string   `json:"reveal" yaml:"reveal"`
-	AlwaysOn       []string `json:"always_on" yaml:"always_on"`
-	BindTurns      int      `json:"bind_turns" yaml:"bind_turns"`
-	MaxBound       int      `json:"max_bound" yaml:"max_bound"`
-	MaxNameLen     int      `json:"max_name_len" yaml:"max_name_len"`
-	TurnIdle       string   `json:"turn_idle" yaml:"turn_idle"`
-	MaxResultBytes int      `json:"max_result_bytes" yaml:"max_result_bytes"`
 }
 
 type effectiveServer struct {
@@ -218,11 +208,9 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 	defer p.Close()
 	cfg, cat := p.Config(), p.Catalog()
 	out := effectiveConfig{
-		Config:  cfg.Path,
-		Toggles: c.togglesPath(e),
-		Surface: effectiveSurface{Reveal: cfg.Surface.Reveal, AlwaysOn: cfg.Surface.AlwaysOn, BindTurns: cfg.Surface.BindTurns,
-			MaxBound: cfg.Surface.MaxBound, MaxNameLen: cfg.Surface.MaxNameLen, TurnIdle: cfg.Surface.TurnIdle.String(),
-			MaxResultBytes: cfg.Surface.MaxResultBytes},
+		Config:    cfg.Path,
+		Toggles:   c.togglesPath(e),
+		Surface:   cfg.Surface,
 		SkillDirs: cfg.Skills.Dirs,
 		Active:    []effectiveTool{},
 		Withheld:  []effectiveTool{},
