@@ -74,7 +74,7 @@ func (c *conn) setStatus(f func(*ServerStatus)) {
 // die, reconnect with backoff. firstTry is called after the first attempt.
 func (c *conn) supervise(ctx context.Context, firstTry func()) {
 	log := c.reg.log.With("server", c.srv.Name)
-	backoff := c.reg.opts.MinBackoff
+	backoff := newBackoff(c.reg.opts.MinBackoff, c.reg.opts.MaxBackoff)
 	once := sync.OnceFunc(firstTry)
 	defer once()
 	if why := c.srv.Unavailable; why != "" {
@@ -101,17 +101,17 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 				// Someone runs quiver login in another process: look for
 				// its token soon, at no cost to the server meanwhile (no
 				// token, no request).
-				backoff = min(loginPoll, c.reg.opts.MaxBackoff)
+				backoff.set(min(loginPoll, c.reg.opts.MaxBackoff))
 			}
 			why := c.redact(err)
-			log.Warn("server failed to start; retrying", "err", why, "retry_in", backoff)
+			wait := backoff.next()
+			log.Warn("server failed to start; retrying", "err", why, "retry_in", wait)
 			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
 			once()
-			if !sleep(ctx, backoff) {
+			if !sleep(ctx, wait) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
 			}
-			backoff = min(backoff*2, c.reg.opts.MaxBackoff)
 			continue
 		}
 		dead := make(chan struct{})
@@ -139,15 +139,15 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		}
 		// A server that ran for a while earns a fresh backoff.
 		if time.Since(up) > time.Minute {
-			backoff = c.reg.opts.MinBackoff
+			backoff.reset()
 		}
-		log.Warn("server stopped; restarting", "retry_in", backoff)
+		wait := backoff.next()
+		log.Warn("server stopped; restarting", "retry_in", wait)
 		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, "the server stopped; restarting" })
-		if !sleep(ctx, backoff) {
+		if !sleep(ctx, wait) {
 			c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 			return
 		}
-		backoff = min(backoff*2, c.reg.opts.MaxBackoff)
 	}
 }
 

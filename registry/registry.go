@@ -36,7 +36,9 @@ type Options struct {
 	// HealthInterval is how often an idle server is pinged (default 10 s);
 	// a failed ping restarts it.
 	HealthInterval time.Duration
-	// Backoff bounds the wait between restarts (default 500 ms to 30 s).
+	// Backoff bounds the wait between restarts (default 500 ms to 30 s):
+	// it doubles from min to max, each wait drawn from the upper half of
+	// its step so that servers do not restart in lockstep (backoff).
 	MinBackoff, MaxBackoff time.Duration
 	// ClientOptions are added to every downstream client (handlers for
 	// sampling, elicitation and roots requests from downstream servers).

@@ -222,7 +222,7 @@ func TestCallForwardsArgumentsByteForByte(t *testing.T) {
 func TestServerThatCannotStartIsRetriedAndOthersWork(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-server")
-	h := startRegistry(t, "servers:\n"+exampleServer("good", "")+"  bad:\n    command: "+missing+"\n", nil,
+	h := startRegistry(t, "servers:\n"+exampleServer("good", "")+"  bad:\n    command: "+missing+"\n  worse:\n    command: "+missing+"\n", nil,
 		Options{MinBackoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
 	cat := h.ready()
 	bad, _ := cat.Status("bad")
@@ -235,16 +235,25 @@ func TestServerThatCannotStartIsRetriedAndOthersWork(t *testing.T) {
 	if _, err := h.call("good__echo", `{}`); err != nil {
 		t.Errorf("a call to the good server failed: %v", err)
 	}
-	// Retried with backoff: 10ms, 20ms, 40ms, then capped at 40ms.
-	eventually(t, 5*time.Second, "four retries of the bad server", func() bool {
-		return len(h.logs.find("retrying", "server", "bad")) >= 4
-	})
-	var waits []string
-	for _, r := range h.logs.find("retrying", "server", "bad")[:4] {
-		waits = append(waits, r.Attrs["retry_in"])
+	// Retried with backoff: steps of 10ms, 20ms, 40ms, then capped at
+	// 40ms, each wait jittered into the upper half of its step. Two
+	// servers that failed together do not retry in lockstep.
+	steps := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 40 * time.Millisecond}
+	waits := map[string][]time.Duration{}
+	for _, name := range []string{"bad", "worse"} {
+		eventually(t, 5*time.Second, "four retries of "+name, func() bool {
+			return len(h.logs.find("retrying", "server", name)) >= len(steps)
+		})
+		for i, r := range h.logs.find("retrying", "server", name)[:len(steps)] {
+			d, err := time.ParseDuration(r.Attrs["retry_in"])
+			if err != nil || d < steps[i]/2 || d > steps[i] {
+				t.Errorf("%s: retry %d waits %s; want %s to %s", name, i+1, r.Attrs["retry_in"], steps[i]/2, steps[i])
+			}
+			waits[name] = append(waits[name], d)
+		}
 	}
-	if got := strings.Join(waits, " "); got != "10ms 20ms 40ms 40ms" {
-		t.Errorf("retry waits %s; want 10ms 20ms 40ms 40ms", got)
+	if slices.Equal(waits["bad"], waits["worse"]) {
+		t.Errorf("both servers retried after the same waits %v; want jitter", waits["bad"])
 	}
 	if st, _ := h.reg.Catalog().Status("bad"); st.State != StateDown {
 		t.Errorf("bad server after retries: %q", st.State)
