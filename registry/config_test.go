@@ -702,3 +702,35 @@ func indent(s string) string {
 	}
 	return strings.Join(lines, "")
 }
+
+// verdictLike reads itself from its text, as gate.Verdict does.
+type verdictLike int
+
+func (v *verdictLike) UnmarshalText(b []byte) error {
+	if string(b) != "allow" {
+		return errors.New(strconv.Quote(string(b)) + " is not allow")
+	}
+	*v = 1
+	return nil
+}
+
+// TestDecodeSectionsTypeSaysWhatIsWrong: a section value refused by a type
+// that reads its own text is reported at its line and key with the type's
+// words, not as a failure of the YAML reader.
+func TestDecodeSectionsTypeSaysWhatIsWrong(t *testing.T) {
+	cfg := mustParse(t, "servers: {}\npolicy:\n  verdicts:\n    read: allow\n    write: maybe\n", nil)
+	var v struct {
+		Policy struct {
+			Verdicts map[string]verdictLike `yaml:"verdicts"`
+		} `yaml:"policy"`
+		Rest map[string]yaml.Node `yaml:",inline"`
+	}
+	err := cfg.DecodeSections(&v)
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `test.yaml:5: policy.verdicts.write: "maybe" is not allow`) || strings.Contains(err.Error(), "YAML reader") {
+		t.Errorf("err = %v; want line 5, the key and the type's own words", err)
+	}
+	cfg = mustParse(t, "servers: {}\npolicy:\n  verdicts: {read: allow}\n", nil)
+	if err := cfg.DecodeSections(&v); err != nil || v.Policy.Verdicts["read"] != 1 {
+		t.Errorf("a good value: %v, %v", err, v.Policy.Verdicts)
+	}
+}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
@@ -35,6 +36,7 @@ func decodeNode(file string, n *yaml.Node, v any) (errs []error) {
 	var te *yaml.TypeError
 	switch {
 	case err == nil:
+	case c.ownFault:
 	case !errors.As(err, &te):
 		// Not about a value: the library gave up on the anchors, aliases
 		// or merge keys (an alias bomb, a merge of a non-mapping).
@@ -58,6 +60,10 @@ type yamlCheck struct {
 	// again is checked once, so a cycle or an alias bomb costs nothing
 	// (the decoder refuses them itself).
 	seen map[checked]bool
+	// ownFault is set when a type that reads its value itself refused
+	// one: the decoder then stops with that type's error, which is no
+	// fault of the YAML reader.
+	ownFault bool
 }
 
 type checked struct {
@@ -66,9 +72,10 @@ type checked struct {
 }
 
 var (
-	nodeType        = reflect.TypeFor[yaml.Node]()
-	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
-	timeType        = reflect.TypeFor[time.Time]()
+	nodeType            = reflect.TypeFor[yaml.Node]()
+	unmarshalerType     = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	timeType            = reflect.TypeFor[time.Time]()
 )
 
 func (c *yamlCheck) fail(line int, format string, args ...any) {
@@ -97,14 +104,13 @@ func (c *yamlCheck) node(n *yaml.Node, t reflect.Type, path string) {
 		return // null is the zero value of any type
 	}
 	switch {
-	case reflect.PointerTo(t).Implements(unmarshalerType), t == timeType:
+	case reflect.PointerTo(t).Implements(unmarshalerType), t == timeType,
+		n.Kind == yaml.ScalarNode && reflect.PointerTo(t).Implements(textUnmarshalerType):
 		c.scalar(n, t, path)
 		return
 	}
 	switch t.Kind() {
-	case reflect.Struct:
-		c.mapping(n, t, path)
-	case reflect.Map:
+	case reflect.Struct, reflect.Map:
 		c.mapping(n, t, path)
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
@@ -129,16 +135,22 @@ func (c *yamlCheck) node(n *yaml.Node, t reflect.Type, path string) {
 }
 
 // scalar checks a value that is one scalar: whether yaml turns it into a
-// t is asked of yaml itself.
+// t is asked of yaml itself. A type that reads the value itself
+// (yaml.Unmarshaler, encoding.TextUnmarshaler) says what is wrong.
 func (c *yamlCheck) scalar(n *yaml.Node, t reflect.Type, path string) {
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		// The type reads the node itself and says what is wrong.
-		if err := n.Decode(reflect.New(t).Interface()); err != nil {
-			c.fail(n.Line, "%s: %s", orFile(path), strings.TrimPrefix(err.Error(), "yaml: "))
-		}
+	own := reflect.PointerTo(t).Implements(unmarshalerType)
+	if n.Kind != yaml.ScalarNode && !own {
+		c.wrongKind(n, t, path)
 		return
 	}
-	if n.Kind != yaml.ScalarNode || n.Decode(reflect.New(t).Interface()) != nil {
+	err := n.Decode(reflect.New(t).Interface())
+	var te *yaml.TypeError
+	switch {
+	case err == nil:
+	case (own || reflect.PointerTo(t).Implements(textUnmarshalerType)) && !errors.As(err, &te):
+		c.ownFault = true
+		c.fail(n.Line, "%s: %s", orFile(path), strings.TrimPrefix(err.Error(), "yaml: "))
+	default:
 		c.wrongKind(n, t, path)
 	}
 }
@@ -179,24 +191,26 @@ func (c *yamlCheck) mapping(n *yaml.Node, t reflect.Type, path string) {
 		if t.Kind() == reflect.Map {
 			keyType = t.Key()
 		}
-		if key := resolveAlias(k); key == nil || key.Kind != yaml.ScalarNode {
+		key := resolveAlias(k)
+		if key == nil || key.Kind != yaml.ScalarNode || keyType.Kind() != reflect.String {
 			c.node(k, keyType, "a key in "+orFile(path))
-			continue
+			if key == nil || key.Kind != yaml.ScalarNode {
+				continue
+			}
 		}
-		at := joinPath(path, k.Value)
+		at := joinPath(path, key.Value)
 		switch t.Kind() {
 		case reflect.Map:
-			c.scalar(resolveAlias(k), keyType, "a key in "+orFile(path))
 			c.node(v, t.Elem(), at)
 		case reflect.Interface:
 			c.node(v, t, at)
 		default:
-			if ft, ok := fields.byKey[k.Value]; ok {
+			if ft, ok := fields.byKey[key.Value]; ok {
 				c.node(v, ft, at)
 			} else if fields.rest != nil {
 				c.node(v, fields.rest, at)
 			} else {
-				c.fail(k.Line, "%s", unknownKey(k.Value, t, path))
+				c.fail(k.Line, "%s", unknownKey(key.Value, t, path))
 			}
 		}
 	}
