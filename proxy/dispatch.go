@@ -142,21 +142,26 @@ func (v reqView) admit(ctx context.Context, call gate.Call, mayAsk bool) (gate.D
 // forward sends an allowed tools/call to its server as a flight of the
 // calling session: progress and server-to-client requests find their way
 // back to it.
-func (v reqView) forward(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+func (v reqView) forward(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (forwarded, error) {
 	srv := ""
 	if t, ok := v.cat.Lookup(name); ok {
 		srv = t.Server
 	}
 	fctx, out, end := v.s.relay.begin(ctx, srv, meta)
 	defer end()
-	return v.s.reg.Call(fctx, name, args, out)
+	raw, err := v.s.reg.Call(fctx, name, args, out)
+	return forwarded{raw: raw, asBytes: mayHoldBytes(ctx)}, err
 }
 
 // finish records how an allowed call ended and makes its result safe to
 // show: a downstream failure becomes a refusal with a code, a result is
 // redacted and bounded.
-func (v reqView) finish(name string, d gate.Decision, id int64, res *mcp.CallToolResult, err error) *mcp.CallToolResult {
+func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, err error) *mcp.CallToolResult {
 	s, ss := v.s, v.ss
+	var res *mcp.CallToolResult
+	if err == nil {
+		res, err = v.shown(name, out)
+	}
 	if err != nil {
 		reason := v.redacted(err.Error())
 		s.log.Warn("call failed", "session", ss.id, "tool", name, "code", d.Code, "err", reason)
@@ -189,8 +194,7 @@ func (v reqView) finish(name string, d gate.Decision, id int64, res *mcp.CallToo
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
 		s.log.Debug("call done", "session", ss.id, "tool", name, "code", d.Code, "is_error", res.IsError)
 	}
-	t, _ := v.cat.Lookup(name)
-	return bound(res, v.cfg.Surface.MaxResultBytes, v.redacted, t.OutputSchema)
+	return res
 }
 
 // ended records how a started call ended, in the background.

@@ -45,9 +45,11 @@ func (s *Server) exit() exit { return exit{settings: s.current} }
 // of the result bound: the bound is on what the tool said, not the frame.
 const boundSlack = 1 << 10
 
-// message returns msg as it may be sent: redacted, and bounded when it is
-// a result over the limit. msg is one JSON-RPC message without framing.
+// message returns msg as it may be sent: a held result's bytes in place
+// (bytepath.go), redacted, and bounded when it is a result over the limit.
+// msg is one JSON-RPC message without framing.
 func (x exit) message(msg []byte) []byte {
+	msg = spliced(msg)
 	set := x.settings()
 	secrets, redact, limit := set.cfg.Secrets, set.redact.Redact, set.cfg.Surface.MaxResultBytes
 	big := limit > 0 && len(msg) > limit+boundSlack
@@ -413,7 +415,7 @@ func (l *lineExit) Write(p []byte) (int, error) {
 func httpExit(next http.Handler, x exit) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ew := &exitWriter{ResponseWriter: w, x: x}
-		next.ServeHTTP(ew, r)
+		next.ServeHTTP(ew, r.WithContext(throughExit(r.Context())))
 		ew.finish()
 	})
 }

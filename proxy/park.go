@@ -57,7 +57,7 @@ type parkedAsk struct {
 }
 
 type parkedEnd struct {
-	res *mcp.CallToolResult
+	res forwarded
 	err error
 }
 

@@ -318,7 +318,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	server.WithWorkerPoolSize(64)(ss)
 	server.WithQueueSize(1000)(ss)
 	ss.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
-	return ss.Listen(ctx, in, &lineExit{w: out, x: s.exit()})
+	return ss.Listen(throughExit(ctx), in, &lineExit{w: out, x: s.exit()})
 }
 
 // HTTPHandler serves streamable HTTP at /mcp with stateful sessions

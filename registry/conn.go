@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -337,16 +338,7 @@ func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error)
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		resp, err := cl.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
-			JSONRPC: mcp.JSONRPC_VERSION,
-			// String IDs never clash with the client's own integer IDs.
-			ID:     mcp.NewRequestId(fmt.Sprintf("quiver-list-%d", c.reqID.Add(1))),
-			Method: string(mcp.MethodToolsList),
-			Params: params,
-		})
-		if err == nil && resp.Error != nil {
-			err = resp.Error.AsError()
-		}
+		result, err := c.send(ctx, cl, "list", mcp.MethodToolsList, params)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -361,7 +353,7 @@ func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error)
 			} `json:"tools"`
 			NextCursor string `json:"nextCursor"`
 		}
-		if err := json.Unmarshal(resp.Result, &res); err != nil {
+		if err := json.Unmarshal(result, &res); err != nil {
 			return nil, fmt.Errorf("tools/list: malformed result: %w", err)
 		}
 		for _, t := range res.Tools {
@@ -392,43 +384,94 @@ func (c *conn) listTools(ctx context.Context, cl *client.Client) ([]Tool, error)
 	return nil, errors.New("tools/list: more than 100 pages; the server keeps returning a cursor")
 }
 
-// errCallTimeout is the cause of a call's own deadline, the server's
+// errCallTimeout is the cause of a request's own deadline, the server's
 // timeout; a shorter deadline of the caller's is not blamed on it.
 var errCallTimeout = errors.New("the server's call timeout passed")
 
-// call forwards one tools/call with the server's deadline.
-func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+// do runs f with the server's running client under the server's per-call
+// deadline: the one way a request reaches a server, tools/call and what
+// Registry.Do carries alike. A server that is not running, or that Apply
+// is stopping, gives ErrServerDown; a transport that closes during f marks
+// the server dead so that it restarts. what names the request in errors.
+func (c *conn) do(ctx context.Context, what string, f func(ctx context.Context, cl *client.Client) error) error {
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
 	c.mu.Lock()
 	cl, dead, state := c.client, c.dead, c.status.State
 	c.mu.Unlock()
 	if why := c.stopWhy.Load(); why != nil {
-		return nil, fmt.Errorf("%w: %s %s", ErrServerDown, c.srv.Name, *why)
+		return fmt.Errorf("%w: %s %s", ErrServerDown, c.srv.Name, *why)
 	}
 	if cl == nil {
-		return nil, fmt.Errorf("%w: %s is %s", ErrServerDown, c.srv.Name, state)
+		return fmt.Errorf("%w: %s is %s", ErrServerDown, c.srv.Name, state)
 	}
 	timeout := c.timeout()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errCallTimeout)
 	defer cancel()
-	res, err := cl.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, RawArguments: args, Meta: meta}})
+	err := f(ctx, cl)
+	if err == nil {
+		return nil
+	}
+	if why := c.stopWhy.Load(); why != nil {
+		// Stopped by Apply: the transport closed, or the server ended
+		// the request as it shut down; either way, say why.
+		return fmt.Errorf("%w: %s %s during the %s (%v)", ErrServerDown, c.srv.Name, *why, what, err)
+	}
+	if errors.Is(err, transport.ErrTransportClosed) {
+		c.markDead(dead)
+		return fmt.Errorf("%w: %s stopped during the %s", ErrServerDown, c.srv.Name, what)
+	}
+	if errors.Is(context.Cause(ctx), errCallTimeout) {
+		return fmt.Errorf("%s did not answer within %s (its timeout in servers.yaml): %w", c.srv.Name, timeout, err)
+	}
+	return err
+}
+
+// call forwards one tools/call and returns its result as the server sent
+// it, byte for byte: quiver decodes a result only where it must look
+// inside (rounds of input here; a cut or a check in the proxy), so a
+// result that needs neither reaches the host without a decode and a
+// re-encode.
+func (c *conn) call(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.do(ctx, "call", func(ctx context.Context, cl *client.Client) (err error) {
+		// The params mcp-go's CallTool would send: its MarshalJSON sends
+		// RawArguments as they are.
+		if res, err = c.send(ctx, cl, "call", mcp.MethodToolsCall, mcp.CallToolParams{Name: name, RawArguments: args, Meta: meta}); err != nil {
+			return err
+		}
+		res, err = c.rounds(ctx, cl, name, args, meta, res)
+		return err
+	})
+	return res, err
+}
+
+// send sends one request as it is and returns its result's bytes, the way
+// mcp-go's typed calls do but without decoding the result: tools/list
+// keeps every schema keyword, tools/call passes its result on as it came.
+// Over stdio it says notifications/cancelled when ctx ends first, as the
+// typed calls do there; the HTTP and SSE transports' wrappers (cancel.go)
+// say it for every request.
+func (c *conn) send(ctx context.Context, cl *client.Client, kind string, method mcp.MCPMethod, params any) (json.RawMessage, error) {
+	tr := cl.GetTransport()
+	req := transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		// String IDs never clash with the client's own integer IDs.
+		ID:     mcp.NewRequestId("quiver-" + kind + "-" + strconv.FormatInt(c.reqID.Add(1), 10)),
+		Method: string(method),
+		Params: params,
+	}
+	resp, err := tr.SendRequest(ctx, req)
+	if _, stdio := tr.(*transport.Stdio); stdio {
+		cancelled(ctx, req, err, tr.SendNotification)
+	}
+	if err == nil && resp.Error != nil {
+		err = resp.Error.AsError()
+	}
 	if err != nil {
-		if why := c.stopWhy.Load(); why != nil {
-			// Stopped by Apply: the transport closed, or the server ended
-			// the call as it shut down; either way, say why.
-			return nil, fmt.Errorf("%w: %s %s during the call (%v)", ErrServerDown, c.srv.Name, *why, err)
-		}
-		if errors.Is(err, transport.ErrTransportClosed) {
-			c.markDead(dead)
-			return nil, fmt.Errorf("%w: %s stopped during the call", ErrServerDown, c.srv.Name)
-		}
-		if errors.Is(context.Cause(ctx), errCallTimeout) {
-			return nil, fmt.Errorf("%s did not answer within %s (its timeout in servers.yaml): %w", c.srv.Name, timeout, err)
-		}
 		return nil, err
 	}
-	return c.rounds(ctx, cl, name, args, meta, res)
+	return resp.Result, nil
 }
 
 // transport builds the client transport the entry asks for.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // testLookup resolves ${VAR} in test configs: BIN is this test binary, which
@@ -86,7 +88,11 @@ func (h *harness) seen() []*Catalog {
 func (h *harness) call(exposed, args string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := h.reg.Call(ctx, exposed, []byte(args), nil)
+	raw, err := h.reg.Call(ctx, exposed, []byte(args), nil)
+	if err != nil {
+		return "", err
+	}
+	res, err := mcp.ParseCallToolResult(&raw)
 	if err != nil {
 		return "", err
 	}

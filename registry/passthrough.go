@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // ErrUnknownServer is returned by Do for a name servers.yaml does not have.
@@ -24,24 +23,5 @@ func (r *Registry) Do(ctx context.Context, server string, f func(ctx context.Con
 	if c == nil {
 		return fmt.Errorf("%w: %q", ErrUnknownServer, server)
 	}
-	c.mu.Lock()
-	cl, dead, state := c.client, c.dead, c.status.State
-	c.mu.Unlock()
-	if cl == nil {
-		return fmt.Errorf("%w: %s is %s", ErrServerDown, server, state)
-	}
-	timeout := c.timeout()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err := f(ctx, cl)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, transport.ErrTransportClosed):
-		c.markDead(dead)
-		return fmt.Errorf("%w: %s stopped during the request", ErrServerDown, server)
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return fmt.Errorf("%s did not answer within %s: %w", server, timeout, err)
-	}
-	return err
+	return c.do(ctx, "request", f)
 }

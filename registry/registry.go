@@ -189,8 +189,10 @@ func (r *Registry) Close() error {
 }
 
 // Call forwards a tools/call to the server that owns the exposed name.
-// args are sent as they are, byte for byte; meta carries the progress token.
-func (r *Registry) Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+// args are sent as they are, byte for byte; meta carries the progress
+// token. The result comes back as the server sent it, undecoded (see
+// conn.call): mcp.ParseCallToolResult reads it.
+func (r *Registry) Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (json.RawMessage, error) {
 	tool, ok := r.Catalog().Lookup(exposed)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, exposed)
