@@ -322,8 +322,8 @@ func TestHeldBytesShapes(t *testing.T) {
 		{`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}],"isError":true}`, true},
 		{`{"content":[],"structuredContent":{"b":1,"a":2},"_meta":{"x":1}}`, true},
 		{`{"content":[{"type":"text","text":"` + strings.Repeat("x", 200) + `"}]}`, false}, // over the bound
-		{`{"structuredContent":{}}`, false},                                             // no content
-		{`{"content":[{"type":"text","text":5}]}`, false},                               // a number for text
+		{`{"structuredContent":{}}`, false},                                                // no content
+		{`{"content":[{"type":"text","text":5}]}`, false},                                  // a number for text
 		{`{"content":[{"type":"resource_link","uri":"x","name":"y"}]}`, false},
 		{`{"content":[{"type":"widget"}]}`, false},
 		{`{"content":[],"isError":"yes"}`, false},
