@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"os"
 	"runtime"
 	"testing"
@@ -21,12 +22,38 @@ func BenchmarkDispatch(b *testing.B) {
 		_, proxied := newTestServer(b, "surface: {reveal: direct}")
 		benchmarkDispatch(b, proxied)
 	})
+	// The host on stdio, through ServeStdio and its exit (over pipes, in
+	// this process): the path quiver serve takes, results as bytes.
+	b.Run("ledger-stdio", func(b *testing.B) {
+		s, _ := newTestServer(b, "surface: {reveal: direct}")
+		benchmarkDispatch(b, stdioClient(b, s))
+	})
 	// Without a state dir there is no ledger: what the durable record of
 	// each call costs is the difference.
 	b.Run("no-ledger", func(b *testing.B) {
 		_, proxied := newTestServerWith(b, "surface: {reveal: direct}", Options{})
 		benchmarkDispatch(b, proxied)
 	})
+}
+
+// stdioClient serves s on stdio over pipes and returns a client of it.
+func stdioClient(b *testing.B, s *Server) *client.Client {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.ServeStdio(ctx, inR, outW) }()
+	c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	b.Cleanup(func() { cancel(); inW.Close(); <-done; outW.Close(); c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // allocs is how many heap objects this process has allocated so far

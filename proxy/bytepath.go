@@ -75,10 +75,13 @@ const rawKey = "quiver/raw"
 // it is drawn once per process and never leaves it.
 var rawMark = newRunID() + newRunID()
 
-// rawHead is how a stand-in begins in a JSON-RPC response as mcp-go
-// encodes it (a map's keys sorted: _meta, content, isError,
-// structuredContent), from the result's key on.
-var rawHead = []byte(`"result":{"_meta":{"` + rawKey + `":"` + rawMark + `"},"content":[],`)
+// A stand-in begins, in a JSON-RPC response as mcp-go encodes it (a map's
+// keys sorted: _meta, content, isError, structuredContent), with
+// rawBefore, rawMark and rawAfter, from the result's key on.
+var (
+	rawBefore = []byte(`"result":{"_meta":{"` + rawKey + `":"`)
+	rawAfter  = []byte(`"},"content":[],`)
+)
 
 // heldBytes returns the stand-in for raw, a downstream's tools/call result,
 // when raw may go to the host as it is: it fits limit, and it has the
@@ -149,11 +152,17 @@ func (*jsonString) UnmarshalJSON(b []byte) error {
 // the bytes are what lies between rawHead's fields and the two closing
 // braces.
 func spliced(msg []byte) []byte {
-	i := bytes.Index(msg, rawHead)
-	if i < 0 {
+	// Every message passes here: the mark alone is short enough for
+	// bytes.Index's vector search (a pattern over 64 bytes is not).
+	j := bytes.Index(msg, []byte(rawMark))
+	if j < 0 {
 		return msg
 	}
-	rest := msg[i+len(rawHead):]
+	i := j - len(rawBefore)
+	if i < 0 || !bytes.Equal(msg[i:j], rawBefore) || !bytes.HasPrefix(msg[j+len(rawMark):], rawAfter) {
+		return splicedSlowly(msg)
+	}
+	rest := msg[j+len(rawMark)+len(rawAfter):]
 	rest, _ = bytes.CutPrefix(rest, []byte(`"isError":true,`))
 	raw, ok := bytes.CutPrefix(rest, []byte(`"structuredContent":`))
 	if !ok || !bytes.HasSuffix(raw, []byte("}}")) {
