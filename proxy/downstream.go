@@ -28,8 +28,9 @@ type Downstream interface {
 	Catalog() *registry.Catalog
 	// Apply puts a new configuration in force and publishes its catalog.
 	Apply(ctx context.Context, cfg *registry.Config) (registry.Change, error)
-	// Call calls a tool by its exposed name.
-	Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error)
+	// Call calls a tool by its exposed name and returns its result as the
+	// server sent it: the proxy decodes only what it must (bytepath.go).
+	Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (json.RawMessage, error)
 	// Do runs f with the named server's client, or fails with
 	// registry.ErrServerDown.
 	Do(ctx context.Context, server string, f func(ctx context.Context, c *client.Client) error) error

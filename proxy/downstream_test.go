@@ -133,7 +133,7 @@ func (d *localServers) Apply(_ context.Context, cfg *registry.Config) (registry.
 	return registry.Change{}, nil
 }
 
-func (d *localServers) Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (*mcp.CallToolResult, error) {
+func (d *localServers) Call(ctx context.Context, exposed string, args json.RawMessage, meta *mcp.Meta) (json.RawMessage, error) {
 	t, ok := d.Catalog().Lookup(exposed)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", registry.ErrUnknownTool, exposed)
@@ -146,7 +146,11 @@ func (d *localServers) Call(ctx context.Context, exposed string, args json.RawMe
 		res, err = c.CallTool(ctx, req)
 		return err
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	// As a server sends it: mcp-go encodes it as its servers do.
+	return json.Marshal(res)
 }
 
 func (d *localServers) Do(ctx context.Context, srv string, f func(ctx context.Context, c *client.Client) error) error {
