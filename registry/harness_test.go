@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // testLookup resolves ${VAR} in test configs: BIN is this test binary, which
@@ -96,7 +98,7 @@ func (h *harness) call(exposed, args string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return resultText(res), nil
+	return toolresult.Text(res), nil
 }
 
 // eventually polls cond every 10 ms until it holds, failing after timeout.

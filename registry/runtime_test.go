@@ -33,16 +33,6 @@ func exampleServer(name, env string, extra ...string) string {
 	return s
 }
 
-func resultText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 func TestStartReturnsBeforeServersAreUp(t *testing.T) {
 	t.Parallel()
 	gate := filepath.Join(t.TempDir(), "go")
