@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -26,9 +27,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	if os.Getenv(childEnv) == "1" {
-		err := exampleserver.Serve(context.Background(), exampleserver.Options{
-			NotesFile: filepath.Join(os.TempDir(), fmt.Sprintf("quiver-proxy-test-%d.json", os.Getpid())), TestTools: true,
-		}, os.Stdin, os.Stdout)
+		// Notes in memory: a notes file would outlive the test that
+		// wrote it (no test reads one back).
+		err := exampleserver.Serve(context.Background(), exampleserver.Options{TestTools: true}, os.Stdin, os.Stdout)
 		if err != nil {
 			os.Exit(1)
 		}
@@ -71,4 +72,27 @@ func connectInProcess(tb testing.TB, s *Server) *client.Client {
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// TestExampleChildLeavesNoFiles: the example server this binary serves
+// for the tests writes nothing outside the test's own directories (it
+// used to keep its notes in os.TempDir(), one file per child, never
+// removed).
+func TestExampleChildLeavesNoFiles(t *testing.T) {
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "quiver-proxy-test-*"))
+	_, c := newTestServer(t, "surface: {reveal: direct}")
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "example__notes_add"
+	req.Params.Arguments = map[string]any{"title": "left behind?", "body": "no"}
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		t.Fatalf("notes_add: %v %v", err, res)
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "quiver-proxy-test-*"))
+	for _, f := range after {
+		if !slices.Contains(before, f) {
+			os.Remove(f)
+			t.Errorf("the example server left %s behind", f)
+		}
+	}
 }
