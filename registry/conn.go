@@ -153,19 +153,25 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 }
 
 // watch returns when ctx ends or the server is found dead: a failed ping, or
-// a call that saw the transport close.
+// a call that saw the transport close. Protocol 2026-07-28 has no ping
+// (SEP-2575: liveness is the transport's), so a server on it is sent
+// nothing and only the transport tells.
 func (c *conn) watch(ctx context.Context, cl *client.Client, dead chan struct{}) {
-	t := time.NewTicker(c.reg.opts.HealthInterval)
-	defer t.Stop()
+	var tick <-chan time.Time
+	if !mcp.IsModernProtocol(cl.ProtocolVersion()) {
+		t := time.NewTicker(c.reg.opts.HealthInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-dead:
 			return
-		case <-t.C:
+		case <-tick:
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			//lint:ignore SA1019 on a legacy connection ping is the liveness probe; on a modern one it sends nothing, and the transport's own errors tell
+			//lint:ignore SA1019 only a connection on 2025-11-25 or before gets here, where ping is the liveness probe
 			err := cl.Ping(pctx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
