@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -70,7 +71,7 @@ func (m *mirror) syncPrompts() {
 		if _, ok := m.prompts[name]; ok {
 			continue
 		}
-		if _, taken := foreign[name]; taken && !contains(remove, name) {
+		if _, taken := foreign[name]; taken && !slices.Contains(remove, name) {
 			m.s.log.Error("prompt left out: quiver already has a prompt of that name", "server", ref.server, "prompt", ref.name)
 			continue
 		}
@@ -85,37 +86,19 @@ func (m *mirror) syncPrompts() {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // promptHandler forwards prompts/get to the prompt's server.
 func (m *mirror) promptHandler(ref promptRef) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		done, err := m.s.enter(ctx, ref.server, opPrompt, stringArgs(req.Params.Arguments), true)
+		res, err := passOn(ctx, m.s, ref.server, opPrompt, stringArgs(req.Params.Arguments), req.Params.Meta, fmt.Sprintf("prompt %q of server %s", ref.name, ref.server),
+			func(ctx context.Context, c *client.Client, meta *mcp.Meta) (*mcp.GetPromptResult, error) {
+				out := mcp.GetPromptRequest{}
+				out.Params.Name = ref.name
+				out.Params.Arguments = req.Params.Arguments
+				out.Params.Meta = meta
+				return c.GetPrompt(ctx, out)
+			})
 		if err != nil {
 			return nil, err
-		}
-		fctx, meta, end := m.s.relay.begin(ctx, ref.server, req.Params.Meta)
-		defer end()
-		var res *mcp.GetPromptResult
-		err = m.s.reg.Do(fctx, ref.server, func(ctx context.Context, c *client.Client) error {
-			out := mcp.GetPromptRequest{}
-			out.Params.Name = ref.name
-			out.Params.Arguments = req.Params.Arguments
-			out.Params.Meta = meta
-			var err error
-			res, err = c.GetPrompt(ctx, out)
-			return err
-		})
-		done(err)
-		if err != nil {
-			return nil, m.s.redactErr(fmt.Errorf("prompt %q of server %s: %w", ref.name, ref.server, err))
 		}
 		out, ok := redactJSON(res, m.s.redactor(), func(b json.RawMessage) (*mcp.GetPromptResult, error) {
 			return mcp.ParseGetPromptResult(&b)

@@ -165,24 +165,15 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 	if err != nil {
 		return nil, err
 	}
-	done, err := m.s.enter(ctx, srv, opResourceRead, m.resourceArgs(srv, orig), true)
+	res, err := passOn(ctx, m.s, srv, opResourceRead, m.resourceArgs(srv, orig), req.Params.Meta, fmt.Sprintf("read %q from server %s", orig, srv),
+		func(ctx context.Context, c *client.Client, meta *mcp.Meta) (*mcp.ReadResourceResult, error) {
+			out := mcp.ReadResourceRequest{}
+			out.Params.URI = orig
+			out.Params.Meta = meta
+			return c.ReadResource(ctx, out)
+		})
 	if err != nil {
 		return nil, err
-	}
-	fctx, meta, end := m.s.relay.begin(ctx, srv, req.Params.Meta)
-	defer end()
-	var res *mcp.ReadResourceResult
-	err = m.s.reg.Do(fctx, srv, func(ctx context.Context, c *client.Client) error {
-		out := mcp.ReadResourceRequest{}
-		out.Params.URI = orig
-		out.Params.Meta = meta
-		var err error
-		res, err = c.ReadResource(ctx, out)
-		return err
-	})
-	done(err)
-	if err != nil {
-		return nil, m.s.redactErr(fmt.Errorf("read %q from server %s: %w", orig, srv, err))
 	}
 	contents := make([]mcp.ResourceContents, 0, len(res.Contents))
 	for _, c := range res.Contents {
@@ -215,6 +206,33 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 		return nil, fmt.Errorf("read %q from server %s: the contents could not be checked for secrets, so they are not shown", orig, srv)
 	}
 	return redacted, nil
+}
+
+// passOn forwards one request of the session in ctx to srv, for a
+// resource read or a prompt: judged first as op with args (enter, which
+// may ask), sent as a flight of the session (relay.begin: the server's
+// progress and its own requests find their way back; send gets the meta
+// to forward), and recorded when it ends. what names the request in an
+// error.
+func passOn[T any](ctx context.Context, s *Server, srv, op string, args map[string]any, meta *mcp.Meta, what string,
+	send func(context.Context, *client.Client, *mcp.Meta) (T, error)) (T, error) {
+	var res T
+	done, err := s.enter(ctx, srv, op, args, true)
+	if err != nil {
+		return res, err
+	}
+	fctx, meta, end := s.relay.begin(ctx, srv, meta)
+	defer end()
+	err = s.reg.Do(fctx, srv, func(ctx context.Context, c *client.Client) (err error) {
+		res, err = send(ctx, c, meta)
+		return err
+	})
+	done(err)
+	if err != nil {
+		var zero T
+		return zero, s.redactErr(fmt.Errorf("%s: %w", what, err))
+	}
+	return res, nil
 }
 
 // listResources and listTemplates are mcp-go's after-list hooks: they add
