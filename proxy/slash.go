@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -20,8 +20,9 @@ import (
 // prompts quiver offers: downstream prompts, prefixed, join them.
 func (s *Server) slashPrompts() []server.ServerPrompt {
 	var out []server.ServerPrompt
-	for i := range s.cfg().Slash {
-		sl := &s.cfg().Slash[i]
+	cfg := s.cfg()
+	for i := range cfg.Slash {
+		sl := &cfg.Slash[i]
 		opts := []mcp.PromptOption{mcp.WithPromptDescription(sl.Description)}
 		for _, a := range sl.Arguments {
 			aopts := []mcp.ArgumentOption{mcp.ArgumentDescription(a.Description)}
@@ -82,42 +83,38 @@ func (s *Server) runSlash(sl *registry.Slash) server.PromptHandlerFunc {
 		ss := s.session(ctx)
 		ss.startSlash(sl)
 		s.notify(ss)
-		text := s.slashText(ss, s.state.Load(), sl, req.Params.Arguments)
+		v := s.viewOf(ss)
+		defer v.release()
 		return mcp.NewGetPromptResult(sl.Description, []mcp.PromptMessage{
-			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(text)),
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(v.slashText(sl, req.Params.Arguments))),
 		}), nil
 	}
 }
 
 // slashText is the prompt's message: the command, the user's arguments,
 // the tools it forced (one line each), the activity's limits and the pins.
-func (s *Server) slashText(ss *session, st *snapshot, sl *registry.Slash, args map[string]string) string {
+func (v reqView) slashText(sl *registry.Slash, args map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "/%s: %s\n", sl.Name, sl.Description)
 	if len(args) > 0 {
-		keys := make([]string, 0, len(args))
-		for k := range args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		b.WriteString("Arguments:")
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(args)) {
 			fmt.Fprintf(&b, " %s=%q", k, args[k])
 		}
 		b.WriteByte('\n')
 	}
 	if len(sl.Tools) > 0 {
 		how := "call them by name"
-		if s.cfg().Surface.Reveal != registry.RevealList {
+		if v.cfg.Surface.Reveal != registry.RevealList {
 			how += `, or with call_tool {"name": ..., "arguments": {...}} if they are not in your tool list`
 		}
 		fmt.Fprintf(&b, "For this turn you have these tools (%s):\n", how)
 		for _, n := range sl.Tools {
-			t, ok := st.cat.Lookup(n)
+			t, ok := v.cat.Lookup(n)
 			switch {
 			case !ok:
 				fmt.Fprintf(&b, "- %s — not available now (its server is not up); tell the user if you need it\n", n)
-			case (reqView{s: s, ss: ss, snapshot: st}).withheld(n):
+			case v.withheld(n):
 				fmt.Fprintf(&b, "- %s — switched off here; do not call it\n", n)
 			default:
 				fmt.Fprintf(&b, "- %s — %s\n", n, oneLine(t.Description))
@@ -136,12 +133,7 @@ func (s *Server) slashText(ss *session, st *snapshot, sl *registry.Slash, args m
 	}
 	if len(sl.Pins) > 0 {
 		b.WriteString("Pinned arguments (quiver sets these whatever you pass):")
-		tools := make([]string, 0, len(sl.Pins))
-		for t := range sl.Pins {
-			tools = append(tools, t)
-		}
-		sort.Strings(tools)
-		for _, t := range tools {
+		for _, t := range slices.Sorted(maps.Keys(sl.Pins)) {
 			pins, _ := json.Marshal(sl.Pins[t]) // map keys come out sorted
 			fmt.Fprintf(&b, " %s %s;", t, pins)
 		}
