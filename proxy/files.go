@@ -43,9 +43,9 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	fail := func(err error) ([]byte, int64, *mcp.CallToolResult) {
 		f.s.ended(id, gate.OutcomeError, err.Error())
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, builtin.Refusal("error.not_found", fmt.Sprintf("%s does not exist; search_tools answers give the paths of skills, and files must be named by their absolute path.", path))
+			return nil, 0, builtin.Refusal(gate.CodeNotFound, fmt.Sprintf("%s does not exist; search_tools answers give the paths of skills, and files must be named by their absolute path.", path))
 		}
-		return nil, 0, builtin.Refusal("error.read", err.Error())
+		return nil, 0, builtin.Refusal(gate.CodeRead, err.Error())
 	}
 	// Open what the gate resolved (~, file://, .., links), not the text
 	// the model wrote.
@@ -63,17 +63,15 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 	if err != nil {
 		return fail(err)
 	}
-	if info, err := fh.Stat(); err == nil && !info.Mode().IsRegular() && !info.IsDir() {
-		fh.Close()
-		return fail(fmt.Errorf("%s is not a regular file; read_file reads files", path))
-	}
 	defer fh.Close()
 	info, err := fh.Stat()
-	if err != nil {
+	switch {
+	case err != nil:
 		return fail(err)
-	}
-	if info.IsDir() {
+	case info.IsDir():
 		return fail(fmt.Errorf("%s is a directory; read_file reads files", path))
+	case !info.Mode().IsRegular():
+		return fail(fmt.Errorf("%s is not a regular file; read_file reads files", path))
 	}
 	buf := make([]byte, min(limit, max(0, info.Size()-offset)))
 	n, err := fh.ReadAt(buf, offset)
