@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/quiver-mcp/quiver/index"
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 type fakeSearcher struct {
@@ -38,15 +39,8 @@ type schemas map[string]json.RawMessage
 
 func (s schemas) InputSchema(name string) (json.RawMessage, bool) { r, ok := s[name]; return r, ok }
 
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+// text is a result's text, as internal/toolresult reads it for everyone.
+func text(res *mcp.CallToolResult) string { return toolresult.Text(res) }
 
 func hit(name string, kind index.Kind, desc string) index.Hit {
 	return index.Hit{Entry: index.Entry{Name: name, Kind: kind, Description: desc}, Score: 1.23456}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -119,15 +120,8 @@ func TestBound(t *testing.T) {
 	})
 }
 
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
+// text is a result's text, as internal/toolresult reads it for everyone.
+func text(res *mcp.CallToolResult) string { return toolresult.Text(res) }
 
 // FuzzFits checks the shortcut's promise: a result it passes without
 // serializing really is within the limit.
