@@ -20,7 +20,7 @@ import (
 // elicitation/create, sampling/createMessage or roots/list (a server on
 // 2025-11-25), or answers "input required" (a server on 2026-07-28, which
 // mcp-go's client turns into the same handler calls). A host on
-// 2025-11-25 is asked at once (relay.go). A host on 2026-07-28 cannot be
+// 2025-11-25 is asked at once (relay_asks.go). A host on 2026-07-28 cannot be
 // asked in the middle of a call: it must be answered "input required" and
 // call again with the answers. So for such a host the downstream call is
 // parked: it runs on in the background, each request it makes waits in

@@ -215,7 +215,7 @@ func (p peer) fail(method string, err error) error {
 // (a relay that broke) WARN.
 func notRelayedLevel(method string, err error) slog.Level {
 	switch {
-	case method == "roots/list" && (errors.Is(err, errNoSession) || errors.Is(err, errNoCapability)):
+	case method == string(mcp.MethodListRoots) && (errors.Is(err, errNoSession) || errors.Is(err, errNoCapability)):
 		return slog.LevelDebug
 	case errors.Is(err, errNoCapability):
 		return slog.LevelInfo // the host said it cannot; nothing is wrong
