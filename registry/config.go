@@ -64,9 +64,9 @@ type Config struct {
 	// root is the file's node tree, parsed once, for DecodeSections and
 	// SectionError.
 	root *yaml.Node
-	// reserved are the tool names the caller serves itself
-	// (ConfigOptions.Reserved), for CheckToolName.
-	reserved []string
+	// opts are the options the file was parsed with: CheckToolName reads
+	// the reserved names, and a reload parses the new file with them.
+	opts ConfigOptions
 }
 
 // DecodeSections decodes the sections of servers.yaml that other packages

@@ -126,7 +126,7 @@ func (o ConfigOptions) Parse(path string, b []byte) (*Config, error) {
 			Msg: "a second YAML document starts here (after ---); quiver reads one: remove the separator or move these keys into the first document"})
 	}
 
-	cfg := &Config{Path: path, root: root, Hash: contentHash(b), reserved: o.Reserved}
+	cfg := &Config{Path: path, root: root, Hash: contentHash(b), opts: o}
 	lookup := o.Lookup
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }

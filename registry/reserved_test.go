@@ -70,3 +70,51 @@ func TestReservedNamesComeFromTheCaller(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadResolvesReferencesLikeTheFirstParse: a watcher given no
+// Lookup resolves the new file's references as the configuration in force
+// was resolved: a ${keyring:NAME} that started fine does not make the
+// reload fail because os.LookupEnv knows no keyring.
+func TestReloadResolvesReferencesLikeTheFirstParse(t *testing.T) {
+	const text = "servers:\n  a:\n    command: x\n    env: {TOKEN: \"${keyring:tok}\"}\n"
+	lookup := func(name string) (string, bool) {
+		if name == KeyringPrefix+"tok" {
+			return "s3cret-from-the-keyring", true
+		}
+		return "", false
+	}
+	path := filepath.Join(t.TempDir(), "servers.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ConfigOptions{Lookup: lookup}.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := make(chan *Config, 1)
+	w, err := Watch(context.Background(), cfg, WatchOptions{Servers: path, Debounce: 50 * time.Millisecond,
+		Apply: func(_ context.Context, c *Config) error { applied <- c; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.WriteFile(path, []byte(text+"  b: {command: y}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case c := <-applied:
+			if a, _ := c.Server("a"); a.Env["TOKEN"] != "s3cret-from-the-keyring" || names(c) != "a,b" {
+				t.Errorf("reloaded: servers %s, a's TOKEN %q", names(c), a.Env["TOKEN"])
+			}
+			return
+		case <-deadline:
+			t.Fatalf("the reload was not applied; status %+v", w.Status())
+		case <-time.After(50 * time.Millisecond):
+			if st := w.Status(); st.LastError != "" {
+				t.Fatalf("the reload was rejected: %s", st.LastError)
+			}
+		}
+	}
+}

@@ -27,7 +27,7 @@ type NameCheck struct {
 // syntax), against cat. A typo would otherwise switch, force or pin
 // nothing, without a word: the tool the person meant stays as it was.
 func CheckToolName(cfg *Config, cat *Catalog, name string) NameCheck {
-	if slices.Contains(cfg.reserved, name) {
+	if slices.Contains(cfg.opts.Reserved, name) {
 		return NameCheck{}
 	}
 	if _, ok := cat.Lookup(name); ok {

@@ -26,7 +26,8 @@ type WatchOptions struct {
 	// Debounce is how long the files must be quiet before a reload
 	// (default 200 ms): an editor's save is several events.
 	Debounce time.Duration
-	// Lookup resolves ${VAR} (default os.LookupEnv).
+	// Lookup resolves ${VAR} and ${keyring:NAME} (default: the lookup the
+	// configuration in force was parsed with, else os.LookupEnv).
 	Lookup func(string) (string, bool)
 	// Apply puts a valid configuration in force. An error rejects it whole
 	// and the last good configuration stays (say what is wrong: it is
@@ -84,6 +85,9 @@ type Watcher struct {
 func Watch(ctx context.Context, current *Config, o WatchOptions) (*Watcher, error) {
 	if o.Debounce <= 0 {
 		o.Debounce = 200 * time.Millisecond
+	}
+	if o.Lookup == nil {
+		o.Lookup = current.opts.Lookup
 	}
 	if o.Lookup == nil {
 		o.Lookup = os.LookupEnv
@@ -244,7 +248,7 @@ func (w *Watcher) reload(ctx context.Context) {
 		var err error
 		// The caller's reserved names are those the first config was
 		// parsed with: the watcher knows no tool names of its own.
-		opts := ConfigOptions{Lookup: w.o.Lookup, Reserved: w.current.reserved}
+		opts := ConfigOptions{Lookup: w.o.Lookup, Reserved: w.current.opts.Reserved}
 		if cfg, err = opts.Parse(w.o.Servers, sb); err != nil {
 			w.fail(err)
 			return
