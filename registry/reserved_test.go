@@ -43,31 +43,9 @@ func TestReservedNamesComeFromTheCaller(t *testing.T) {
 	if cfg, err = opts.Load(path); err != nil {
 		t.Fatal(err)
 	}
-	applied := make(chan *Config, 1)
-	w, err := Watch(context.Background(), cfg, WatchOptions{Servers: path, Debounce: 50 * time.Millisecond, Lookup: testLookup(nil),
-		Apply: func(_ context.Context, c *Config) error { applied <- c; return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := os.WriteFile(path, []byte(strings.Replace(text, "servers:\n", "servers:\n  b: {command: y}\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case c := <-applied:
-			if names(c) != "b,a" {
-				t.Errorf("reloaded servers %s; want b,a", names(c))
-			}
-			return
-		case <-deadline:
-			t.Fatalf("the reload was not applied; status %+v", w.Status())
-		case <-time.After(50 * time.Millisecond):
-			if st := w.Status(); st.LastError != "" {
-				t.Fatalf("the reload was rejected: %s", st.LastError)
-			}
-		}
+	c := reloadOnce(t, cfg, WatchOptions{Servers: path, Lookup: testLookup(nil)}, strings.Replace(text, "servers:\n", "servers:\n  b: {command: y}\n", 1))
+	if names(c) != "b,a" {
+		t.Errorf("reloaded servers %s; want b,a", names(c))
 	}
 }
 
@@ -91,24 +69,33 @@ func TestReloadResolvesReferencesLikeTheFirstParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := reloadOnce(t, cfg, WatchOptions{Servers: path}, text+"  b: {command: y}\n")
+	if a, _ := c.Server("a"); a.Env["TOKEN"] != "s3cret-from-the-keyring" || names(c) != "a,b" {
+		t.Errorf("reloaded: servers %s, a's TOKEN %q", names(c), a.Env["TOKEN"])
+	}
+}
+
+// reloadOnce watches cfg's file (o.Servers) with o, rewrites it to text
+// and returns the configuration the reload applied, failing the test if
+// the reload is rejected or never comes.
+func reloadOnce(t *testing.T, cfg *Config, o WatchOptions, text string) *Config {
+	t.Helper()
 	applied := make(chan *Config, 1)
-	w, err := Watch(context.Background(), cfg, WatchOptions{Servers: path, Debounce: 50 * time.Millisecond,
-		Apply: func(_ context.Context, c *Config) error { applied <- c; return nil }})
+	o.Debounce = 50 * time.Millisecond
+	o.Apply = func(_ context.Context, c *Config) error { applied <- c; return nil }
+	w, err := Watch(context.Background(), cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := os.WriteFile(path, []byte(text+"  b: {command: y}\n"), 0o644); err != nil {
+	if err := os.WriteFile(o.Servers, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
 		case c := <-applied:
-			if a, _ := c.Server("a"); a.Env["TOKEN"] != "s3cret-from-the-keyring" || names(c) != "a,b" {
-				t.Errorf("reloaded: servers %s, a's TOKEN %q", names(c), a.Env["TOKEN"])
-			}
-			return
+			return c
 		case <-deadline:
 			t.Fatalf("the reload was not applied; status %+v", w.Status())
 		case <-time.After(50 * time.Millisecond):
