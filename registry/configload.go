@@ -10,8 +10,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The file's schema: what yaml decodes servers.yaml into, before
-// validation turns it into a Config.
+// fileConfig is the file's schema: what yaml decodes servers.yaml into,
+// before validation turns it into a Config.
 type fileConfig struct {
 	Surface *Surface               `yaml:"surface"`
 	Servers map[string]*fileServer `yaml:"servers"`

@@ -7,6 +7,8 @@ import (
 	"strings"
 )
 
+// varRE finds what expandVars replaces: $$, ${NAME}, and a ${ that is
+// never closed.
 var varRE = regexp.MustCompile(`\$\$|\$\{([^}]*)\}|\$\{`)
 
 // expandVars replaces ${VAR} with the variable's value and $$ with $.
