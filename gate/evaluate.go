@@ -94,10 +94,10 @@ func (e *evaluation) shape() (Decision, bool) {
 	e.args, e.shadows = args, shadows
 	e.schema = e.g.schemas.get(e.t.Name, e.t.Schema)
 	if e.class == ClassExecute {
-		e.just, e.hasJust = args[JustificationArg]
+		e.just, e.hasJust = args[justificationArg]
 		if !e.schema.declaresJustification {
 			// quiver's own argument: the downstream tool never sees it.
-			delete(args, JustificationArg)
+			delete(args, justificationArg)
 		}
 	}
 	return Decision{}, false
@@ -138,7 +138,7 @@ func (e *evaluation) activity() (Decision, bool) {
 	if class == ClassExecute {
 		j, why := checkJustification(e.just, e.hasJust)
 		if why != "" {
-			return e.g.refuse(c, deny(CodeJustification, fmt.Sprintf("%q runs commands, so it needs a %q argument: %s. Call again with one or two sentences saying why it must run (at most %d characters).", c.Name, JustificationArg, why, maxJustification))), true
+			return e.g.refuse(c, deny(CodeJustification, fmt.Sprintf("%q runs commands, so it needs a %q argument: %s. Call again with one or two sentences saying why it must run (at most %d characters).", c.Name, justificationArg, why, maxJustification))), true
 		}
 		e.justification = j
 	}
@@ -162,7 +162,7 @@ func (e *evaluation) fence() (Decision, bool) {
 	}
 	skip := ""
 	if class == ClassExecute {
-		skip = JustificationArg
+		skip = justificationArg
 	}
 	paths, dd, ok := g.fence(c, e.t, class, e.args, e.shadows, skip, e.roots)
 	if !ok {

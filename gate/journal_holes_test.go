@@ -23,7 +23,7 @@ func TestJournalSameMicrosecondStartsBothRecovered(t *testing.T) {
 	allow := Decision{Verdict: Allow, Code: CodeAllow, Reason: "ok", Digest: "d"}
 	dead := withAlive(func(int) bool { return false })
 	at := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
-	clock := WithClock(func() time.Time { return at })
+	clock := withClock(func() time.Time { return at })
 
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l := openTestLedger(t, path, clock)

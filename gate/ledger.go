@@ -76,17 +76,14 @@ var (
 	ErrResolved = errors.New("approval already resolved")
 )
 
-// A LedgerOption adjusts OpenLedger.
-type LedgerOption func(*Ledger)
+// A ledgerOption adjusts OpenLedger.
+type ledgerOption func(*Ledger)
 
-// WithClock replaces time.Now, so tests can move time without sleeping.
-func WithClock(now func() time.Time) LedgerOption { return func(l *Ledger) { l.now = now } }
-
-// WithPermitTTL sets how long one-use permits stay valid (default 5 min).
-func WithPermitTTL(d time.Duration) LedgerOption { return func(l *Ledger) { l.permitTTL = d } }
+// withClock replaces time.Now, so tests can move time without sleeping.
+func withClock(now func() time.Time) ledgerOption { return func(l *Ledger) { l.now = now } }
 
 // withAlive replaces the process-liveness check (tests simulate crashes).
-func withAlive(f func(pid int) bool) LedgerOption {
+func withAlive(f func(pid int) bool) ledgerOption {
 	return func(l *Ledger) { l.alive = func(pid int, _ int64) bool { return f(pid) } }
 }
 
@@ -167,8 +164,8 @@ CREATE INDEX IF NOT EXISTS permits_key ON permits(session, tool, digest) WHERE u
 // this process, and closes as outcome_unknown every call that started
 // under a quiver process that has since died or closed without recording
 // an end; Recovered says how many.
-func OpenLedger(ctx context.Context, path string, opts ...LedgerOption) (*Ledger, error) {
-	l := &Ledger{now: time.Now, permitTTL: PermitTTL, alive: processAlive, log: slog.Default()}
+func OpenLedger(ctx context.Context, path string, opts ...ledgerOption) (*Ledger, error) {
+	l := &Ledger{now: time.Now, permitTTL: defaultPermitTTL, alive: processAlive, log: slog.Default()}
 	for _, o := range opts {
 		o(l)
 	}

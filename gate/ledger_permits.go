@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// PermitTTL is how long a one-use permit stays valid by default.
-const PermitTTL = 5 * time.Minute
+// defaultPermitTTL is how long a one-use permit stays valid by default.
+const defaultPermitTTL = 5 * time.Minute
 
-// AddPermit stores a one-use permit for exactly this call (session, tool,
+// addPermit stores a one-use permit for exactly this call (session, tool,
 // argument digest), valid for the permit TTL.
-func (l *Ledger) AddPermit(ctx context.Context, session, tool, digest string) (int64, error) {
+func (l *Ledger) addPermit(ctx context.Context, session, tool, digest string) (int64, error) {
 	var id int64
 	err := l.write(ctx, func(tx *sql.Tx) error {
 		var err error

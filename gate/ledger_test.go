@@ -35,7 +35,7 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func openTestLedger(t testing.TB, path string, opts ...LedgerOption) *Ledger {
+func openTestLedger(t testing.TB, path string, opts ...ledgerOption) *Ledger {
 	t.Helper()
 	l, err := OpenLedger(context.Background(), path, opts...)
 	if err != nil {
@@ -171,10 +171,10 @@ func TestLedgerRecovery(t *testing.T) {
 func TestLedgerGrantsAndApprovals(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	l := openTestLedger(t, filepath.Join(t.TempDir(), "ledger.db"), WithClock(clk.now))
+	l := openTestLedger(t, filepath.Join(t.TempDir(), "ledger.db"), withClock(clk.now))
 
 	t.Run("permit_is_used_once", func(t *testing.T) {
-		if _, err := l.AddPermit(ctx, "s", "t", "dig"); err != nil {
+		if _, err := l.addPermit(ctx, "s", "t", "dig"); err != nil {
 			t.Fatal(err)
 		}
 		if how, _, ok := l.cover(ctx, "s", "t", "dig", []Need{{Capability: "execute"}}); !ok || how != coveredByPermit {
@@ -185,14 +185,14 @@ func TestLedgerGrantsAndApprovals(t *testing.T) {
 		}
 	})
 	t.Run("permit_expires_after_five_minutes", func(t *testing.T) {
-		l.AddPermit(ctx, "s", "t", "late")
+		l.addPermit(ctx, "s", "t", "late")
 		clk.advance(5*time.Minute + time.Second)
 		if _, _, ok := l.cover(ctx, "s", "t", "late", []Need{{Capability: "execute"}}); ok {
 			t.Fatal("expired permit covered")
 		}
 	})
 	t.Run("permit_binds_session_tool_and_digest", func(t *testing.T) {
-		l.AddPermit(ctx, "s", "t", "bound")
+		l.addPermit(ctx, "s", "t", "bound")
 		for _, k := range [][3]string{{"other", "t", "bound"}, {"s", "other", "bound"}, {"s", "t", "other"}} {
 			if _, _, ok := l.cover(ctx, k[0], k[1], k[2], []Need{{Capability: "execute"}}); ok {
 				t.Fatalf("permit covered %v", k)
@@ -371,7 +371,7 @@ func TestApprovalFlow(t *testing.T) {
 func TestAudit(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
-	l := openTestLedger(t, filepath.Join(t.TempDir(), "ledger.db"), WithClock(clk.now))
+	l := openTestLedger(t, filepath.Join(t.TempDir(), "ledger.db"), withClock(clk.now))
 	for i, tool := range []string{"github__create_issue", "github__list", "fs__read_file"} {
 		session := "a"
 		if i == 2 {

@@ -39,7 +39,7 @@ type Policy struct {
 	// Defaults.
 	Rules []Rule `yaml:"rules"`
 	// Profile picks the class defaults: "project" (the default), "careful"
-	// or "read_only"; see Profiles. Defaults, Rules and Classes still
+	// or "read_only"; see profiles in policy.go. Defaults, Rules and Classes still
 	// override it, and no profile widens the fence.
 	Profile string `yaml:"profile"`
 	// Defaults maps a class to "allow", "deny", "ask" or "allow_inside"
@@ -81,10 +81,10 @@ type compiledPolicy struct {
 // project (memory__delete_entities, github__delete_repository).
 const AllowInside = "allow_inside"
 
-// DefaultProfile is the profile of a policy that names none.
-const DefaultProfile = "project"
+// defaultProfile is the profile of a policy that names none.
+const defaultProfile = "project"
 
-// Profiles are the class defaults each policy.profile starts from. In
+// profiles are the class defaults each policy.profile starts from. In
 // every one a path outside the fence is asked about (or refused with
 // outside_fence: deny) whatever the class verdict: the fence is not a
 // default and no profile can turn it off.
@@ -94,7 +94,7 @@ const DefaultProfile = "project"
 //   - careful: every write and every destructive call asks, inside the
 //     fence too.
 //   - read_only: only reads run; everything else is refused.
-var Profiles = map[string]map[Class]string{
+var profiles = map[string]map[Class]string{
 	"project": {ClassRead: "allow", ClassWrite: "allow", ClassDestructive: AllowInside,
 		ClassExecute: "ask", ClassNetwork: "allow", ClassAdmin: "ask"},
 	"careful": {ClassRead: "allow", ClassWrite: "ask", ClassDestructive: "ask",
@@ -187,9 +187,9 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 
 	cp.profile = strings.ToLower(strings.TrimSpace(p.Profile))
 	if cp.profile == "" {
-		cp.profile = DefaultProfile
+		cp.profile = defaultProfile
 	}
-	base, ok := Profiles[cp.profile]
+	base, ok := profiles[cp.profile]
 	if !ok {
 		return cp, &PolicyError{Key: []string{"profile"}, Err: fmt.Errorf("%q is not a profile (project, careful, read_only)", p.Profile)}
 	}

@@ -68,7 +68,7 @@ func TestProfilesKeepTheFence(t *testing.T) {
 		"move_inside_to_outside":  call(&Tool{Name: "fs__move_file", Server: "fs", Hints: Hints{Destructive: boolp(true)}}, `{"source":`+inside+`,"destination":`+outside+`}`),
 		"write_relative_unplaced": call(writeTool, `{"path":"../root-evil/secret","content":"x"}`),
 	}
-	for pname := range Profiles {
+	for pname := range profiles {
 		for wname, base := range widen {
 			for cname, c := range calls {
 				t.Run(pname+"/"+wname+"/"+cname, func(t *testing.T) {

@@ -19,10 +19,10 @@ import (
 	"golang.org/x/text/message"
 )
 
-// JustificationArg is the argument execution-class calls must carry. quiver
+// justificationArg is the argument execution-class calls must carry. quiver
 // adds it to the schema it shows (WithJustification) and strips it before
 // forwarding unless the tool itself declares it.
-const JustificationArg = "justification"
+const justificationArg = "justification"
 
 // maxSchemaCache bounds the compiled-schema cache. A catalog holds at most
 // a few thousand tools; past the bound the cache starts over rather than
@@ -91,7 +91,7 @@ func compileSchema(name string, schema []byte, strict bool) *compiledSchema {
 		if props, ok := obj["properties"].(map[string]any); ok {
 			for p := range props {
 				cs.props = append(cs.props, p)
-				if p == JustificationArg {
+				if p == justificationArg {
 					cs.declaresJustification = true
 				}
 			}
@@ -325,10 +325,10 @@ func WithJustification(schema json.RawMessage) json.RawMessage {
 	if props == nil {
 		props = map[string]any{}
 	}
-	if _, ok := props[JustificationArg]; ok {
+	if _, ok := props[justificationArg]; ok {
 		return schema
 	}
-	props[JustificationArg] = map[string]any{
+	props[justificationArg] = map[string]any{
 		"type":        "string",
 		"minLength":   1,
 		"maxLength":   maxJustification,
@@ -336,7 +336,7 @@ func WithJustification(schema json.RawMessage) json.RawMessage {
 	}
 	obj["properties"] = props
 	req, _ := obj["required"].([]any)
-	obj["required"] = append(req, JustificationArg)
+	obj["required"] = append(req, justificationArg)
 	out, err := canonical(obj)
 	if err != nil {
 		return schema
