@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,17 +24,15 @@ func Call(ctx context.Context, c Caller, raw json.RawMessage) *mcp.CallToolResul
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
-		return refuse(gate.CodeArgsShape, fmt.Sprintf(
+	if err := decodeArgs(raw, &args); err != nil {
+		return Refusal(gate.CodeArgsShape, fmt.Sprintf(
 			`call_tool takes {"name": "server__tool", "arguments": {...}}; %s.`, plain(err)))
 	}
 	switch args.Name {
 	case "":
-		return refuse(gate.CodeArgsShape, `call_tool needs the tool's name: {"name": "server__tool", "arguments": {...}}.`)
+		return Refusal(gate.CodeArgsShape, `call_tool needs the tool's name: {"name": "server__tool", "arguments": {...}}.`)
 	case CallToolName, SearchToolsName:
-		return refuse(gate.CodeArgsShape, fmt.Sprintf("call %s directly, not through call_tool.", args.Name))
+		return Refusal(gate.CodeArgsShape, fmt.Sprintf("call %s directly, not through call_tool.", args.Name))
 	}
 	return c.CallTool(ctx, args.Name, args.Arguments)
 }

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,10 +14,6 @@ import (
 
 // toolName is what an exposed tool name may hold.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
-// RequestCapabilityName is the builtin a model uses to ask for a grant
-// before a call that would otherwise be refused.
-const RequestCapabilityName = "request_capability"
 
 // RequestCapabilityTool is the definition of request_capability.
 func RequestCapabilityTool() mcp.Tool {
@@ -52,38 +47,36 @@ type Approver interface {
 // to the approver.
 func RequestCapability(ctx context.Context, a Approver, raw json.RawMessage) *mcp.CallToolResult {
 	var r CapabilityRequest
-	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(`request_capability takes {"capability": "...", "path" or "tool": "...", "reason": "..."}; %s.`, plain(err)))
+	if err := decodeArgs(raw, &r); err != nil {
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(`request_capability takes {"capability": "...", "path" or "tool": "...", "reason": "..."}; %s.`, plain(err)))
 	}
 	r.Reason = strings.TrimSpace(r.Reason)
 	switch r.Capability {
 	case "read_outside_fence", "mutate_outside_fence":
 		if !strings.HasPrefix(r.Path, "/") {
-			return refuse(gate.CodeArgsInvalid, fmt.Sprintf("%s needs the absolute path you need, e.g. {\"path\": \"/data/reports\"}.", r.Capability))
+			return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("%s needs the absolute path you need, e.g. {\"path\": \"/data/reports\"}.", r.Capability))
 		}
 	case "write", "destructive", "execute", "network", "admin":
 		if r.Tool == "" {
-			return refuse(gate.CodeArgsInvalid, fmt.Sprintf("%s needs the tool's exact name, e.g. {\"tool\": \"github__delete_repo\"}.", r.Capability))
+			return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("%s needs the tool's exact name, e.g. {\"tool\": \"github__delete_repo\"}.", r.Capability))
 		}
 	default:
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("capability %q is not one of read_outside_fence, mutate_outside_fence, write, destructive, execute, network, admin.", r.Capability))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("capability %q is not one of read_outside_fence, mutate_outside_fence, write, destructive, execute, network, admin.", r.Capability))
 	}
 	if r.Reason == "" {
-		return refuse(gate.CodeArgsInvalid, "say why you need it in reason: the user reads it before deciding.")
+		return Refusal(gate.CodeArgsInvalid, "say why you need it in reason: the user reads it before deciding.")
 	}
 	// The reason and the tool's name go on a card a person reads: a
 	// newline, a bidi override or a line separator could make the card
 	// say something quiver did not.
 	if err := gate.CheckModelText(r.Reason); err != nil {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("reason: %v. Write one plain sentence the user will read.", err))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("reason: %v. Write one plain sentence the user will read.", err))
 	}
 	if r.Tool != "" && !toolName.MatchString(r.Tool) {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("tool %q is not a tool name; give the exact name search_tools showed (letters, digits, _ and -).", r.Tool))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("tool %q is not a tool name; give the exact name search_tools showed (letters, digits, _ and -).", r.Tool))
 	}
 	if err := gate.CheckModelText(r.Path); r.Path != "" && err != nil {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("path: %v. Give the plain absolute path.", err))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("path: %v. Give the plain absolute path.", err))
 	}
 	return a.RequestCapability(ctx, r)
 }

@@ -67,14 +67,14 @@ func (st SearchTool) guard(key, query string) *mcp.CallToolResult {
 	case repeats == 0:
 		return nil
 	case repeats > maxRepeats:
-		return refuse(gate.CodeSearchLoop, fmt.Sprintf(
+		return Refusal(gate.CodeSearchLoop, fmt.Sprintf(
 			"You have searched for %q %d times this turn. Stop searching; tell the user what you were trying to do and that the tools found did not get you there.",
 			query, repeats+1))
 	case len(bound) == 0:
-		return refuse(gate.CodeRepeatedSearch, fmt.Sprintf(
+		return Refusal(gate.CodeRepeatedSearch, fmt.Sprintf(
 			"You already searched for %q this turn and it bound nothing; searching again gives the same answer. Try other words, or tell the user no connected tool fits.", query))
 	default:
-		return refuse(gate.CodeRepeatedSearch, fmt.Sprintf(
+		return Refusal(gate.CodeRepeatedSearch, fmt.Sprintf(
 			"You already searched for %q this turn; its tools are bound: %s. Call one of them (directly or with call_tool) instead of searching again.",
 			query, strings.Join(bound, ", ")))
 	}

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/quiver-mcp/quiver/gate"
 )
-
-// ReadFileName is the builtin that reads skills, references and files.
-const ReadFileName = "read_file"
 
 // Read bounds: an answer stays small enough for a model's context.
 const (
@@ -55,18 +51,16 @@ type ReadArgs struct {
 // ReadFile runs read_file: a known document first, else a file through fr.
 func ReadFile(ctx context.Context, lib Library, fr FileReader, raw json.RawMessage) *mcp.CallToolResult {
 	var args ReadArgs
-	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(`read_file takes {"path": "...", "offset": 0, "limit": 32768}; %s.`, plain(err)))
+	if err := decodeArgs(raw, &args); err != nil {
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(`read_file takes {"path": "...", "offset": 0, "limit": 32768}; %s.`, plain(err)))
 	}
 	switch {
 	case args.Path == "":
-		return refuse(gate.CodeArgsInvalid, `read_file needs a path: {"path": "quiver://skills/..."} from a search answer, or an absolute file path.`)
+		return Refusal(gate.CodeArgsInvalid, `read_file needs a path: {"path": "quiver://skills/..."} from a search answer, or an absolute file path.`)
 	case args.Offset < 0:
-		return refuse(gate.CodeArgsInvalid, "offset must be 0 or more.")
+		return Refusal(gate.CodeArgsInvalid, "offset must be 0 or more.")
 	case args.Limit < 0 || args.Limit > MaxReadLimit:
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("limit must be 1 to %d bytes.", MaxReadLimit))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("limit must be 1 to %d bytes.", MaxReadLimit))
 	case args.Limit == 0:
 		args.Limit = DefaultReadLimit
 	}
@@ -85,14 +79,14 @@ func ReadFile(ctx context.Context, lib Library, fr FileReader, raw json.RawMessa
 		}
 	}
 	if args.Offset > size {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("offset %d is past the end of %s (%d bytes).", args.Offset, args.Path, size))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("offset %d is past the end of %s (%d bytes).", args.Offset, args.Path, size))
 	}
 	// Cut on a rune boundary so the text stays valid UTF-8.
 	for len(data) > 0 && args.Offset+int64(len(data)) < size && !utf8.Valid(data[max(0, len(data)-4):]) {
 		data = data[:len(data)-1]
 	}
 	if !utf8.Valid(data) {
-		return refuse(gate.CodeBinaryFile, fmt.Sprintf("%s is not text; read_file only returns text.", args.Path))
+		return Refusal(gate.CodeBinaryFile, fmt.Sprintf("%s is not text; read_file only returns text.", args.Path))
 	}
 	text := string(data)
 	end := args.Offset + int64(len(data))

@@ -84,33 +84,31 @@ func Search(ctx context.Context, s Searcher, b Binder, schemas SchemaSource, raw
 	return SearchTool{Index: s, Binder: b, Schemas: schemas}.Call(ctx, raw)
 }
 
-// Call runs search_tools with raw arguments.
 // maxQuery is the longest query search_tools takes, in characters.
 const maxQuery = 1000
 
+// Call runs search_tools with raw arguments.
 func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
 	var args SearchArgs
-	dec := json.NewDecoder(bytes.NewReader(orEmpty(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(
+	if err := decodeArgs(raw, &args); err != nil {
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
 			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"server\": \"a server's name\", \"limit\": 1-10}; %s.", plain(err)))
 	}
 	args.Query = strings.TrimSpace(args.Query)
 	if args.Query == "" {
-		return refuse(gate.CodeArgsInvalid, `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
+		return Refusal(gate.CodeArgsInvalid, `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
 	}
 	if n := utf8.RuneCountInString(args.Query); n > maxQuery {
 		// A query is a few words; a megabyte of them cost seconds of
 		// search (red team: 1 MB, 13 s of CPU).
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("the query is %d characters long; say in a few words (at most %d characters) what you need.", n, maxQuery))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("the query is %d characters long; say in a few words (at most %d characters) what you need.", n, maxQuery))
 	}
 	kinds, ok := KindsFor(args.Kind)
 	if !ok {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("kind %q is not one of any, tool, core, mcp, skill, reference.", args.Kind))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("kind %q is not one of any, tool, core, mcp, skill, reference.", args.Kind))
 	}
 	if args.Limit < 0 || args.Limit > 10 {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
 	}
 	args.Server = strings.TrimSpace(args.Server)
 	scope := args.Kind
@@ -126,7 +124,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
-		return refuse(gate.CodeArgsInvalid, fmt.Sprintf(
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
 			"no connected server is named %q; search without \"server\", or use a name a search answer gives after \"More in\".", args.Server))
 	}
 
@@ -377,37 +375,6 @@ func compact(raw json.RawMessage) json.RawMessage {
 }
 
 func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
-
-func orEmpty(raw json.RawMessage) json.RawMessage {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return json.RawMessage("{}")
-	}
-	return raw
-}
-
-// plain turns a json decoding error into words a model can act on.
-func plain(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "json: ")
-	if strings.HasPrefix(msg, "unknown field") {
-		return msg + " (only the fields above are accepted)"
-	}
-	if strings.Contains(msg, "cannot unmarshal") {
-		return "the arguments have the wrong type: " + msg
-	}
-	return "the arguments are not a JSON object: " + msg
-}
-
-// refuse builds a refusal: isError, the code first so hosts and people can
-// grep it, then the sentence.
-func refuse(code, reason string) *mcp.CallToolResult {
-	res := mcp.NewToolResultError(code + ": " + reason)
-	res.StructuredContent = map[string]any{"code": code, "reason": reason}
-	return res
-}
-
-// Refusal is the result quiver returns for a call it does not run.
-func Refusal(code, reason string) *mcp.CallToolResult { return refuse(code, reason) }
 
 // pendingNote names the servers a search could not see: "2 servers are
 // still starting: github, slack; search again in a moment."

@@ -11,6 +11,11 @@ import (
 const (
 	SearchToolsName = "search_tools"
 	CallToolName    = "call_tool"
+	// ReadFileName is the builtin that reads skills, references and files.
+	ReadFileName = "read_file"
+	// RequestCapabilityName is the builtin a model uses to ask for a grant
+	// before a call that would otherwise be refused.
+	RequestCapabilityName = "request_capability"
 )
 
 // Names are the names of every builtin tool, for a configuration that must
