@@ -269,10 +269,7 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 		!strings.Contains(hist, `was: "List the notes."`) {
 		t.Errorf("tools history:\n%s", hist)
 	}
-	l, err := gate.OpenLedger(context.Background(), filepath.Join(r.state, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := stateLedger(t, r.state)
 	defer l.Close()
 	pins, err := l.PinHistory(context.Background(), "rug", "list_notes")
 	if err != nil || len(pins) != 2 {

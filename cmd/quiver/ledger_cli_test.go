@@ -43,15 +43,24 @@ func newLedgerCLI(t *testing.T) *ledgerCLI {
 	dir := t.TempDir()
 	lc := &ledgerCLI{t: t, state: filepath.Join(dir, "state"),
 		vars: map[string]string{"XDG_CONFIG_HOME": filepath.Join(dir, "config")}}
-	os.MkdirAll(lc.state, 0o700)
 	return lc
 }
 
 func (lc *ledgerCLI) ledger() *gate.Ledger {
 	lc.t.Helper()
-	l, err := gate.OpenLedger(context.Background(), filepath.Join(lc.state, "ledger.db"))
+	return stateLedger(lc.t, lc.state)
+}
+
+// stateLedger opens the ledger in state dir state (made if missing): the
+// file quiver serve and the ledger commands use. The caller closes it.
+func stateLedger(t testing.TB, state string) *gate.Ledger {
+	t.Helper()
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := gate.OpenLedger(context.Background(), filepath.Join(state, "ledger.db"))
 	if err != nil {
-		lc.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return l
 }

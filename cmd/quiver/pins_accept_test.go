@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,13 +18,7 @@ import (
 func TestPinAcceptPinsWhatWasShown(t *testing.T) {
 	r := newRugRig(t, rugV1(), rugConfig{})
 	ctx := context.Background()
-	if err := os.MkdirAll(r.state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	l, err := gate.OpenLedger(ctx, filepath.Join(r.state, "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := stateLedger(t, r.state)
 	defer l.Close()
 	def := func(desc string) registry.Definition {
 		return registry.Definition{Name: "list_notes", Description: desc, InputSchema: []byte(`{"type":"object"}`)}
