@@ -34,7 +34,7 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 		return builtin.Call(ctx, caller{v, req.Params.Meta}, rawArgs(req)), nil
 	case builtin.ReadFileName:
 		res := builtin.ReadFile(ctx, v.skills, files{v}, rawArgs(req))
-		return bound(res, v.cfg.Surface.MaxResultBytes, v.redacted, nil), nil
+		return bound(res, v.cfg.Surface.MaxResultBytes, v.redact.Redact, nil), nil
 	case builtin.RequestCapabilityName:
 		return builtin.RequestCapability(ctx, capabilities{v}, rawArgs(req)), nil
 	}
