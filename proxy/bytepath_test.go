@@ -58,18 +58,7 @@ func bytepathServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(cfg, Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start(context.Background())
-	t.Cleanup(func() { s.Close() })
-	select {
-	case <-s.Ready():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the downstream did not start")
-	}
-	return s
+	return startServer(t, cfg, Options{StateDir: t.TempDir()})
 }
 
 // A host speaks to quiver in raw JSON-RPC, so that the test sees the bytes.

@@ -202,6 +202,14 @@ func newInProcessServer(tb testing.TB, cfgText string, opts Options, servers map
 // tried to start, and connects an in-process client to it.
 func startTestServer(tb testing.TB, cfg *registry.Config, opts Options) (*Server, *client.Client) {
 	tb.Helper()
+	s := startServer(tb, cfg, opts)
+	return s, connectInProcess(tb, s)
+}
+
+// startServer starts a proxy for cfg and waits until its servers have
+// tried to start; the test's end closes it.
+func startServer(tb testing.TB, cfg *registry.Config, opts Options) *Server {
+	tb.Helper()
 	s, err := New(cfg, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -213,5 +221,5 @@ func startTestServer(tb testing.TB, cfg *registry.Config, opts Options) (*Server
 	case <-time.After(20 * time.Second):
 		tb.Fatal("the downstream servers did not start")
 	}
-	return s, connectInProcess(tb, s)
+	return s
 }

@@ -117,9 +117,7 @@ func (m *mirror) resourceArgs(srv, uri string) map[string]any {
 		}
 		return args
 	}
-	m.mu.Lock()
-	v := m.views[srv]
-	m.mu.Unlock()
+	v := m.offer(srv)
 	if v == nil {
 		return args
 	}

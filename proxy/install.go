@@ -264,9 +264,7 @@ func selfDescription(cat *registry.Catalog, m *mirror, srv string, redact func(s
 	if st, ok := cat.Status(srv); ok {
 		a.title, a.instructions = redact(st.Title), redact(st.Instructions)
 	}
-	m.mu.Lock()
-	v := m.views[srv]
-	m.mu.Unlock()
+	v := m.offer(srv)
 	if v == nil {
 		return a
 	}

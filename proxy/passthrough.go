@@ -96,9 +96,7 @@ func (m *mirror) relist(srv string, prompts, resources bool) {
 	l := m.lock(srv)
 	l.Lock()
 	defer l.Unlock()
-	m.mu.Lock()
-	old := m.views[srv]
-	m.mu.Unlock()
+	old := m.offer(srv)
 	v := &view{}
 	if old != nil {
 		*v = *old
@@ -149,6 +147,13 @@ func (m *mirror) relist(srv string, prompts, resources bool) {
 	if resources {
 		m.rebuildResources(true)
 	}
+}
+
+// offer is srv's offer at its last listing, nil when it has none.
+func (m *mirror) offer(srv string) *view {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.views[srv]
 }
 
 // drop forgets a server that went down.
