@@ -33,15 +33,22 @@ func syntheticCatalog(tb testing.TB, n int) []Entry {
 	return out
 }
 
-// latencies runs search over the dev queries b.N times in total and returns
-// the per-search wall and thread CPU durations, each sorted.
+// minSearches is the fewest searches a percentile is taken over, whatever
+// -benchtime says: a p99 of fewer says little, and one command
+// (`-bench . -benchtime 5x`) then prints build and search figures alike.
+const minSearches = 2000
+
+// latencies runs search over the dev queries max(b.N, minSearches) times
+// in total and returns the per-search wall and thread CPU durations, each
+// sorted.
 func latencies(b *testing.B, qs []evalQuery, search func(string) error) (wall, cpu []time.Duration) {
 	b.Helper()
 	runtime.LockOSThread() // threadCPU is this goroutine's
 	defer runtime.UnlockOSThread()
-	wall = make([]time.Duration, 0, b.N)
-	cpu = make([]time.Duration, 0, b.N)
-	for i := 0; i < b.N; i++ {
+	n := max(b.N, minSearches)
+	wall = make([]time.Duration, 0, n)
+	cpu = make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
 		q := qs[i%len(qs)].Query
 		start, c0 := time.Now(), threadCPU()
 		if err := search(q); err != nil {

@@ -23,7 +23,8 @@ package index
 //	R@1, R@5    the primary is the first hit / among the first five
 //	MRR@10      mean reciprocal rank of the primary within ten hits
 //	in answer   the primary is named in the answer search_tools gives (five
-//	            hits, then the compact "More in <server>:" lists)
+//	            hits, then the compact "More in <server>:" and "Also near:"
+//	            lists)
 //	bytes       the answer's size, p50/p95
 //	weak        share of answerable queries flagged Weak (wrongly), and of
 //	            "none" queries flagged Weak (rightly)

@@ -26,7 +26,10 @@ import (
 //	           BM25F's per field, by b and k1
 //	answer     how many servers an answer lists, in how many bytes, how
 //	           many further ranked tools it names (Also), and the order of
-//	           a server's listed tools
+//	           a server's listed tools (round two's lines, with the room
+//	           answers had then); and the room sweep below
+//	room       how answers spend the room under their size targets: the
+//	           best server's list, every server's, Also (chosen on dev)
 func TestEvalVariants(t *testing.T) {
 	mode := os.Getenv("QUIVER_EVAL_VARIANTS")
 	if mode == "" {
