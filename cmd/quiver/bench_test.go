@@ -167,6 +167,16 @@ func cpuTime(p *exec.Cmd) time.Duration {
 	return time.Duration(u+s) * 10 * time.Millisecond
 }
 
+// loadAvg is the machine's one-minute load average ("?" where /proc
+// cannot tell): the figures of a shared machine mean little without it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
 func initialize(b *testing.B, c *client.Client) {
 	b.Helper()
 	init := mcp.InitializeRequest{}
@@ -291,6 +301,7 @@ func BenchmarkProxyCall(b *testing.B) {
 				took[h] += time.Since(start)
 				cpu[h] += cpuTime(hs[h].proc) - cpu0
 			}
+			load0 := loadAvg()
 			// Warm every hop up (connections, caches, the ledger's file).
 			for h := range hs {
 				block(h, min(50, b.N))
@@ -324,7 +335,7 @@ func BenchmarkProxyCall(b *testing.B) {
 				b.ReportMetric(tput[h]/tput[direct], hs[h].name+"-tput-ratio")
 			}
 			var t strings.Builder
-			fmt.Fprintf(&t, "%s, %d calls a hop, blocks of %d:\n%-12s %10s %10s %10s %10s %12s\n", tc.name, b.N, blockSize, "hop", "p50 µs", "added µs", "calls/s", "÷ direct", "CPU µs/call")
+			fmt.Fprintf(&t, "%s, %d calls a hop, blocks of %d, load average %s before, %s after:\n%-12s %10s %10s %10s %10s %12s\n", tc.name, b.N, blockSize, load0, loadAvg(), "hop", "p50 µs", "added µs", "calls/s", "÷ direct", "CPU µs/call")
 			for h := range hs {
 				fmt.Fprintf(&t, "%-12s %10.1f %10.1f %10.0f %10.2f %12.1f\n", hs[h].name, p50[h], p50[h]-p50[direct], tput[h], tput[h]/tput[direct], float64(cpu[h].Microseconds())/float64(len(lat[h])))
 			}
