@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"io"
 	"os"
 	"runtime"
 	"testing"
@@ -38,13 +37,9 @@ func BenchmarkDispatch(b *testing.B) {
 
 // stdioClient serves s on stdio over pipes and returns a client of it.
 func stdioClient(b *testing.B, s *Server) *client.Client {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.ServeStdio(ctx, inR, outW) }()
-	c := client.NewClient(transport.NewIO(outR, inW, nil), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
-	b.Cleanup(func() { cancel(); inW.Close(); <-done; outW.Close(); c.Close() })
+	in, out := servePipes(b, s)
+	c := client.NewClient(transport.NewIO(out, in, nil), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	b.Cleanup(func() { c.Close() })
 	if err := c.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}

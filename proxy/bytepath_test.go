@@ -77,16 +77,24 @@ type stdioHost struct {
 }
 
 func newStdioHost(t *testing.T, s *Server) *stdioHost {
+	in, out := servePipes(t, s)
+	h := &stdioHost{in: in, out: bufio.NewReader(out)}
+	h.call(t, "initialize", json.RawMessage(bytepathInit))
+	fmt.Fprintln(h.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+// servePipes serves s on stdio over pipes, as quiver serve does over
+// stdin and stdout, until the test ends: the host writes to in and reads
+// from out.
+func servePipes(tb testing.TB, s *Server) (in io.WriteCloser, out io.ReadCloser) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.ServeStdio(ctx, inR, outW) }()
-	t.Cleanup(func() { cancel(); inW.Close(); outR.Close(); <-done })
-	h := &stdioHost{in: inW, out: bufio.NewReader(outR)}
-	h.call(t, "initialize", json.RawMessage(bytepathInit))
-	fmt.Fprintln(h.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return h
+	tb.Cleanup(func() { cancel(); inW.Close(); <-done; outW.Close() })
+	return inW, outR
 }
 
 func (h *stdioHost) call(t *testing.T, method string, params any) json.RawMessage {
