@@ -86,8 +86,9 @@ var (
 // heldBytes returns the stand-in for raw, a downstream's tools/call result,
 // when raw may go to the host as it is: it fits limit, and it has the
 // shape mcp-go's client would have decoded without complaint, in the
-// common kinds of content (text, images, audio) only. The stand-in carries
-// raw as its RawStructuredContent, which mcp-go encodes as the bytes they
+// common kinds of content (text, images, audio) only, and no two texts in
+// a row (a secret split across them is redacted by bound, not the exit).
+// The stand-in carries raw as its RawStructuredContent, which mcp-go encodes as the bytes they
 // are (compacted, with <, > and & escaped, as mcp-go encodes any result);
 // its IsError is the result's, for the ledger.
 func heldBytes(raw json.RawMessage, limit int) (*mcp.CallToolResult, bool) {
@@ -98,9 +99,15 @@ func heldBytes(raw json.RawMessage, limit int) (*mcp.CallToolResult, bool) {
 	if json.Unmarshal(raw, &r) != nil || r.Content == nil || r.ResultType != "" || r.InputRequests != nil || r.RequestState != nil {
 		return nil, false
 	}
-	for _, c := range *r.Content {
+	for i, c := range *r.Content {
 		switch c.Type {
-		case mcp.ContentTypeText, mcp.ContentTypeImage, mcp.ContentTypeAudio:
+		case mcp.ContentTypeText:
+			// Adjacent texts read as one (redactAcross): the exit's
+			// redaction of the bytes sees them apart.
+			if i > 0 && (*r.Content)[i-1].Type == mcp.ContentTypeText {
+				return nil, false
+			}
+		case mcp.ContentTypeImage, mcp.ContentTypeAudio:
 		default:
 			return nil, false
 		}

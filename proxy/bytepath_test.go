@@ -327,6 +327,8 @@ func TestHeldBytesShapes(t *testing.T) {
 		{`{"content":[],"resultType":"input_required"}`, false},
 		{`{"content":[],"inputRequests":{}}`, false},
 		{`{"content":[],"_meta":[]}`, false},
+		{`{"content":[{"type":"text","text":"a"},{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"text","text":"b"}]}`, true},
+		{`{"content":[{"type":"text","text":"RT_SECRET=abc"},{"type":"text","text":"def"}]}`, false}, // texts read as one: bound redacts across them
 	} {
 		res, ok := heldBytes(json.RawMessage(tc.raw), 128)
 		if ok != tc.want {

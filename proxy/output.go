@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -41,6 +42,7 @@ func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSc
 			res.Content[i] = redactContent(c, redact)
 		}
 	}
+	res.Content = redactAcross(res.Content, redact)
 	if res.Meta != nil && len(res.Meta.AdditionalFields) > 0 {
 		if r, changed := redactValue(res.Meta.AdditionalFields, redact); changed {
 			res.Meta.AdditionalFields = r.(map[string]any)
@@ -109,8 +111,9 @@ func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSc
 				"error.result_too_large: the result is %d bytes, over quiver's bound of %d, and cannot be shortened so that it still fits the tool's output schema (%s); it is not shown. Ask for less: a narrower query or a range.", total, limit, why))}}
 		}
 	}
-	const notice = "\n[quiver: output cut here: %d of %d bytes not shown; ask for less (a narrower query or a range)]"
-	res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprintf(notice, total, total)))
+	items := len(res.Content)
+	// The longest notice it may become, so that the cut leaves room for it.
+	res.Content = append(res.Content, mcp.NewTextContent(cutNote(total, total, items, items)))
 	if res.Meta == nil {
 		res.Meta = &mcp.Meta{}
 	}
@@ -118,28 +121,127 @@ func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSc
 		res.Meta.AdditionalFields = map[string]any{}
 	}
 	res.Meta.AdditionalFields["quiver/truncated"] = true
+	left := cutContent(res, limit)
+	if size(res) > limit && len(res.Meta.AdditionalFields) > 1 {
+		// What is left over the bound is the downstream's own _meta.
+		res.Meta.AdditionalFields = map[string]any{"quiver/truncated": true}
+	}
+	res.Content[len(res.Content)-1] = mcp.NewTextContent(cutNote(max(0, total-size(res)), total, items-left, items))
+	if n := size(res); n > limit {
+		return &mcp.CallToolResult{IsError: true, Result: mcp.Result{Meta: truncatedMeta()}, Content: []mcp.Content{mcp.NewTextContent(fmt.Sprintf(
+			"error.result_too_large: the result is %d bytes, over quiver's bound of %d, and is still %d bytes with its content left out; it is not shown. Ask for less: a narrower query or a range.", total, limit, n))}}
+	}
+	return res
+}
+
+const cutHere = "\n[quiver: output cut here: %d of %d bytes not shown; ask for less (a narrower query or a range)]"
+
+// cutNote is the notice that ends a cut result: how many bytes are gone
+// and, when whole items had to go too, how many.
+func cutNote(gone, total, dropped, items int) string {
+	if dropped == 0 {
+		return fmt.Sprintf(cutHere, gone, total)
+	}
+	return fmt.Sprintf("\n[quiver: output cut here: %d of %d bytes not shown; %d of %d content items left out; ask for less (a narrower query or a range)]", gone, total, dropped, items)
+}
+
+// cutContent shortens res's content, whose last item is the notice, from
+// the end until the whole result fits limit, and returns how many items
+// are left before the notice. Shortening strings is not enough for a
+// result of many small parts (red team: 100,000 one-character texts): a
+// text cut to nothing is still an item sent, so it is left out, as are
+// images, audio and resources, which cannot be cut in half. The bound is
+// on the result's serialized size, whatever its shape.
+func cutContent(res *mcp.CallToolResult, limit int) int {
 	for pass := 0; pass < 4; pass++ {
 		over := size(res) - limit
 		if over <= 0 {
 			break
 		}
-		for i := len(res.Content) - 2; i >= 0 && over > 0; i-- {
-			switch c := res.Content[i].(type) {
-			case mcp.TextContent:
-				n := jsonLen(c.Text)
-				keep := prefixWithin(c.Text, max(0, n-over))
-				over -= n - jsonLen(c.Text[:keep])
-				c.Text = c.Text[:keep]
-				res.Content[i] = c
-			default:
-				// Images, audio and resources cannot be cut in half.
-				over -= size(&mcp.CallToolResult{Content: []mcp.Content{c}})
-				res.Content = append(res.Content[:i], res.Content[i+1:]...)
+		notice := res.Content[len(res.Content)-1]
+		end := len(res.Content) - 1 // the items before end are kept
+		for end > 0 && over > 0 {
+			if t, ok := res.Content[end-1].(mcp.TextContent); ok {
+				n := jsonLen(t.Text)
+				if keep := prefixWithin(t.Text, max(0, n-over)); keep > 0 {
+					over -= n - jsonLen(t.Text[:keep])
+					t.Text = t.Text[:keep]
+					res.Content[end-1] = t
+					break
+				}
 			}
+			over -= itemSize(res.Content[end-1])
+			end--
 		}
+		res.Content = append(res.Content[:end], notice)
 	}
-	res.Content[len(res.Content)-1] = mcp.NewTextContent(fmt.Sprintf(notice, max(0, total-size(res)), total))
-	return res
+	return len(res.Content) - 1
+}
+
+// itemSize is what one content item adds to a result's JSON form, its
+// comma included; a plain text's without encoding it, since a result of
+// many small parts has many.
+func itemSize(c mcp.Content) int {
+	if t, ok := c.(mcp.TextContent); ok && t.Annotations == nil && t.Meta == nil {
+		return jsonLen(t.Text) + len(`{"text":,"type":"text"},`)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return 1
+	}
+	return len(b) + 1
+}
+
+// redactAcross redacts what the host shows of content: adjacent text
+// items, which a host shows one after another, read as one text. A secret
+// split across two items (output streamed in chunks) is in neither alone;
+// a run of text items whose joined text holds one is merged into one item
+// (the first's annotations kept) and redacted whole. Runs without one are
+// left as they are.
+func redactAcross(content []mcp.Content, redact func(string) string) []mcp.Content {
+	var out []mcp.Content // nil until a run is merged
+	for i := 0; i < len(content); {
+		j := i
+		for j < len(content) && isText(content[j]) {
+			j++
+		}
+		if j-i < 2 {
+			if out != nil {
+				out = append(out, content[i:max(j, i+1)]...)
+			}
+			i = max(j, i+1)
+			continue
+		}
+		var b strings.Builder
+		for _, c := range content[i:j] {
+			b.WriteString(c.(mcp.TextContent).Text)
+		}
+		joined := b.String()
+		r := redact(joined)
+		if r == joined {
+			if out != nil {
+				out = append(out, content[i:j]...)
+			}
+			i = j
+			continue
+		}
+		if out == nil {
+			out = append(make([]mcp.Content, 0, len(content)), content[:i]...)
+		}
+		first := content[i].(mcp.TextContent)
+		first.Text = r
+		out = append(out, first)
+		i = j
+	}
+	if out == nil {
+		return content
+	}
+	return out
+}
+
+func isText(c mcp.Content) bool {
+	_, ok := c.(mcp.TextContent)
+	return ok
 }
 
 // shortenStructured cuts res's structured content to about budget bytes

@@ -121,6 +121,114 @@ func TestBound(t *testing.T) {
 }
 
 // text is a result's text, as internal/toolresult reads it for everyone.
+// The bound holds on the whole result, whatever its shape: when cutting
+// strings is not enough (many small parts, a large _meta of small
+// fields), items are left out from the end and the notice says so.
+func TestBoundManySmallParts(t *testing.T) {
+	redact := registry.NewRedactor(nil).Redact
+	const limit = 16 << 10
+	many := func(n int, item func(i int) mcp.Content) *mcp.CallToolResult {
+		res := &mcp.CallToolResult{}
+		for i := 0; i < n; i++ {
+			res.Content = append(res.Content, item(i))
+		}
+		return res
+	}
+	for _, tc := range []struct {
+		name string
+		res  *mcp.CallToolResult
+	}{
+		{"one_character_texts", many(100_000, func(i int) mcp.Content { return mcp.NewTextContent(fmt.Sprint(i % 10)) })},
+		{"small_images", many(5_000, func(int) mcp.Content { return mcp.NewImageContent("aGk=", "image/png") })},
+		{"texts_between_images", many(20_000, func(i int) mcp.Content {
+			if i%2 == 0 {
+				return mcp.NewImageContent("aGk=", "image/png")
+			}
+			return mcp.NewTextContent("ab")
+		})},
+		{"small_structured_fields", func() *mcp.CallToolResult {
+			res := mcp.NewToolResultText("summary")
+			m := map[string]any{}
+			for i := 0; i < 20_000; i++ {
+				m[fmt.Sprint("k", i)] = i
+			}
+			res.StructuredContent = m
+			return res
+		}()},
+		{"deep_nesting_in_meta", func() *mcp.CallToolResult {
+			res := mcp.NewToolResultText("summary")
+			var v any = "leaf"
+			for i := 0; i < 2_000; i++ {
+				v = []any{v, i, "x"}
+			}
+			res.Meta = &mcp.Meta{AdditionalFields: map[string]any{"deep": v}}
+			for i := 0; i < 5_000; i++ {
+				res.Meta.AdditionalFields[fmt.Sprint("m", i)] = i
+			}
+			return res
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items := len(tc.res.Content)
+			res := bound(tc.res, limit, redact, nil)
+			if n := size(res); n > limit {
+				t.Fatalf("result is %d bytes, over the %d-byte bound", n, limit)
+			}
+			if res.Meta == nil || res.Meta.AdditionalFields["quiver/truncated"] != true {
+				t.Fatalf("not marked truncated: %v", res.Meta)
+			}
+			last := res.Content[len(res.Content)-1].(mcp.TextContent).Text
+			if items > 1 && !strings.Contains(last, fmt.Sprintf("of %d content items left out", items)) {
+				t.Fatalf("the notice does not say items were left out: %q", last)
+			}
+			if !strings.Contains(last, "[quiver: output cut here: ") {
+				t.Fatalf("no notice: %q", last)
+			}
+		})
+	}
+	t.Run("with_an_output_schema", func(t *testing.T) {
+		res := mcp.NewToolResultText("summary")
+		m := map[string]any{}
+		for i := 0; i < 20_000; i++ {
+			m[fmt.Sprint("k", i)] = i
+		}
+		res.StructuredContent = m
+		res = bound(res, limit, redact, json.RawMessage(`{"type":"object"}`))
+		if n := size(res); n > limit || !res.IsError || !strings.Contains(text(res), "error.result_too_large") {
+			t.Fatalf("%d bytes, error %v: %q", n, res.IsError, text(res))
+		}
+	})
+}
+
+// Adjacent text items read as one: a secret split across them is
+// redacted, and items without one are left as they are.
+func TestBoundRedactsAcrossTextItems(t *testing.T) {
+	redact := registry.NewRedactor([]registry.Secret{{Var: "RT_SECRET", Value: "rt-secret-0123456789"}}).Redact
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		mcp.NewTextContent("before"),
+		mcp.NewImageContent("aGk=", "image/png"),
+		mcp.NewTextContent("xxxx RT_SECRET=rt-secr"),
+		mcp.NewTextContent("et-0123"),
+		mcp.NewTextContent("456789\n"),
+		mcp.NewImageContent("aGk=", "image/png"),
+		mcp.NewTextContent("after"),
+		mcp.NewTextContent(" and more"),
+	}}
+	res = bound(res, 1<<20, redact, nil)
+	var shown strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			shown.WriteString(tc.Text)
+		}
+	}
+	if strings.Contains(shown.String(), "rt-secret-0123456789") || !strings.Contains(shown.String(), "RT_SECRET=[redacted:RT_SECRET]") {
+		t.Fatalf("shown: %q", shown.String())
+	}
+	if len(res.Content) != 6 || text(&mcp.CallToolResult{Content: res.Content[4:5]}) != "after" {
+		t.Fatalf("want the split run merged and the others kept: %d items", len(res.Content))
+	}
+}
+
 func text(res *mcp.CallToolResult) string { return toolresult.Text(res) }
 
 // FuzzFits checks the shortcut's promise: a result it passes without
