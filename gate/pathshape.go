@@ -66,15 +66,24 @@ func otherSchemeURI(t string) bool {
 	return !slices.Contains(parts, "..")
 }
 
-// relativeShaped reports whether t looks like a relative path: no white
-// space and no scheme, and either a ".." part or two non-empty parts
-// around a separator with a letter somewhere ("outside/canary.txt",
-// "sub\\x"; not "1/2" or "2024/01/02"). A server that opens any string
-// as a file reaches what such a string names from its own folder, so the
-// fence judges it like any path: in the server's frame, and outside where
-// the server declares none.
+// relativeShaped reports whether t looks like a relative path: either a
+// ".." part or two non-empty parts around a separator with a letter
+// somewhere ("outside/canary.txt", "outside/My Documents/x", "sub\\x";
+// not "1/2" or "2024/01/02"). A server that opens any string as a file
+// reaches what such a string names from its own folder, so the fence
+// judges it like any path: in the server's frame, and outside where the
+// server declares none.
+//
+// What is exempt is decided by how the string begins, never by what it
+// holds somewhere: a file name may hold white space or "://"
+// ("fenced/x://../../outside" is a folder "x:" and then up), so only a
+// string that starts as a URI of another scheme (otherSchemeURI: a scheme
+// and "://" at the very start, no ".." part) is not a path. A one-line
+// string of prose with a slash in it is judged too: where its server
+// declares no path_base that asks, and an approval asked is acceptable
+// where a file read outside the fence is not.
 func relativeShaped(t string) bool {
-	if t == "" || strings.ContainsFunc(t, unicode.IsSpace) || strings.Contains(t, "://") {
+	if t == "" || otherSchemeURI(t) {
 		return false
 	}
 	parts := strings.FieldsFunc(t, func(r rune) bool { return r == '/' || r == '\\' })
