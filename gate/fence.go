@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -148,7 +149,7 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 			}
 		}
 	}
-	if d, hit := g.protectedFromCwd(t, class, args); hit {
+	if d, hit := g.protectedFromCwd(c, t, class, args); hit {
 		return nil, d, false
 	}
 	return paths, Decision{}, true
@@ -157,9 +158,14 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 // protectedFromCwd refuses a call any of whose strings, read as a file
 // name in the folder the server runs in, is one of quiver's own files: a
 // server that opens any string it is given ({"q": "servers.yaml"}) would
-// find it there, whatever the argument is called. The check is lexical
-// and costs no file system lookups, so every string is checked.
-func (g *Gate) protectedFromCwd(t *Tool, class Class, args map[string]any) (Decision, bool) {
+// find it there, whatever the argument is called. Each string is judged
+// by where it leads, not by its name: a link in that folder ("cfg" to
+// quiver's configuration folder) makes "cfg/servers.yaml" one of them.
+// Only a string whose first name exists in the folder (or that climbs
+// out with "..") can lead anywhere but where its name says, so only
+// those are resolved, on a budget of their own; the folder's names are
+// read once per call.
+func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]any) (Decision, bool) {
 	if t.Cwd == "" || len(g.protected) == 0 || !filepath.IsAbs(t.Cwd) {
 		return Decision{}, false
 	}
@@ -170,6 +176,21 @@ func (g *Gate) protectedFromCwd(t *Tool, class Class, args map[string]any) (Deci
 		g.roots.Store("cwd:"+cwd, res)
 		cwd = res
 	}
+	var names map[string]bool // the folder's entries, lower-cased, read on first need
+	exists := func(first string) bool {
+		if names == nil {
+			names = map[string]bool{}
+			if f, err := os.Open(cwd); err == nil {
+				all, _ := f.Readdirnames(-1)
+				f.Close()
+				for _, n := range all {
+					names[strings.ToLower(n)] = true
+				}
+			}
+		}
+		return names[strings.ToLower(first)]
+	}
+	w := &work{}
 	var d Decision
 	hit := false
 	var walk func(v any, depth int)
@@ -178,7 +199,29 @@ func (g *Gate) protectedFromCwd(t *Tool, class Class, args map[string]any) (Deci
 		if hit || s == "" || len(s) > maxPathLen || strings.ContainsAny(s, "\n\r") || filepath.IsAbs(s) {
 			return
 		}
-		d, hit = g.protectedPath(s, filepath.Join(cwd, s), class)
+		if d, hit = g.protectedPath(s, filepath.Join(cwd, s), class); hit {
+			return
+		}
+		// The kernel's reading (links first, then "..") and the cleaned
+		// one (path.resolve: ".." first): each may start with a name that
+		// is there.
+		for _, rel := range []string{s, filepath.Clean(s)} {
+			parts := splitPath(filepath.FromSlash(rel))
+			if len(parts) == 0 || parts[0] != ".." && parts[0] != "." && !exists(parts[0]) {
+				continue
+			}
+			r, err := physicalBelow(cwd, filepath.FromSlash(rel), w)
+			if errors.Is(err, errTooComplex) {
+				d, hit = g.tooComplex(c, class, err), true
+				return
+			}
+			if err != nil {
+				continue // not a name the server can open either
+			}
+			if d, hit = g.protectedPath(s, r, class); hit {
+				return
+			}
+		}
 	}
 	walk = func(v any, depth int) {
 		if hit || depth > maxArgDepth {

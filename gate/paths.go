@@ -90,14 +90,30 @@ func (r *resolver) resolveRoot(abs string) (string, error) {
 // rest is appended without looking, until ".." climbs back out of it.
 // w, when not nil, is charged for every lookup and refuses past its caps.
 func physical(abs string, w *work) (string, error) {
-	if len(abs) > maxPathLen {
+	return physicalBelow(string(filepath.Separator), abs, w)
+}
+
+// physicalBelow is physical for base joined with rel, where base is an
+// absolute path already resolved (a server's working folder, resolved
+// once): only rel's components are looked up, until a link or ".." leads
+// out of base, from where every component is looked up again.
+func physicalBelow(base, rel string, w *work) (string, error) {
+	if len(base)+len(rel) > maxPathLen {
 		return "", bad("the path is longer than %d bytes", maxPathLen)
 	}
-	cur := make([]byte, 1, len(abs)+1)
+	cur := make([]byte, 1, len(base)+len(rel)+1)
 	cur[0] = filepath.Separator
 	depth := 0    // components in cur
 	missing := -1 // depth of the first component found missing, or -1
-	comps := splitPath(abs)
+	trusted := splitPath(base)
+	for _, c := range trusted {
+		if depth > 0 {
+			cur = append(cur, filepath.Separator)
+		}
+		cur = append(cur, c...)
+		depth++
+	}
+	comps := splitPath(rel)
 	links := 0
 	for i := 0; i < len(comps); i++ {
 		if err := w.step(); err != nil {
