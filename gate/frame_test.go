@@ -209,12 +209,17 @@ func TestPathShapes(t *testing.T) {
 	// A relative path by its look, under a name the fence does not know:
 	// where the server declares no frame, quiver cannot place it (red
 	// team: {"q":"outside/canary.txt"} was read from the server's folder).
-	for _, v := range []string{"./x", "outside/canary.txt", "sub/../../x", `sub\x`, "..", "a/.."} {
+	// White space and "://" inside a name do not make it prose or a URI
+	// (red team 2): only a string that begins as a URI of another scheme
+	// is not a path.
+	for _, v := range []string{"./x", "outside/canary.txt", "sub/../../x", `sub\x`, "..", "a/..",
+		"outside/canary file.txt", "outside/My Documents/x", "a b/c", "fenced/x://../../outside/canary.txt",
+		"x y://../outside", "https://example.com/../../outside"} {
 		if d := g.Evaluate(ctx, call(noBases, `{"q":`+js(v)+`}`)); d.Verdict == Allow {
 			t.Errorf("ESCAPE: %q under an unknown name, no bases: allowed (%s)", v, d.Code)
 		}
 	}
-	for _, v := range []string{"1/2", "2024/01/02", "hello", "a b/c", "https://example.com/a/b"} {
+	for _, v := range []string{"1/2", "2024/01/02", "hello", "hello world", "https://example.com/a/b", "test://static/resource/1"} {
 		if d := g.Evaluate(ctx, call(noBases, `{"q":`+js(v)+`}`)); d.Verdict != Allow {
 			t.Errorf("%q is not a path: %s %s", v, d.Code, d.Reason)
 		}
@@ -322,6 +327,39 @@ func TestProtectedPaths(t *testing.T) {
 			check(t, g.Evaluate(ctx, call(tool, args)), want{Deny, CodeProtectedPath, nil})
 		}
 		check(t, g.Evaluate(ctx, call(tool, `{"q":"hello","r":"other.yaml"}`)), want{Allow, CodeAllow, nil})
+	})
+	// The same files through a link in the server's folder (red team 2:
+	// "cfg" -> the configuration folder read servers.yaml after one
+	// approval): judged by where the name leads, not by the name.
+	t.Run("through_a_link_in_the_servers_folder", func(t *testing.T) {
+		g := f.gate(t, Policy{}, WithProtected(cfg, state))
+		cwd := t.TempDir()
+		for name, to := range map[string]string{"cfg": filepath.Dir(cfg), "my cfg": filepath.Dir(cfg), "up": f.root} {
+			if err := os.Symlink(to, filepath.Join(cwd, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(cwd, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(f.root, "state"), filepath.Join(cwd, "sub", "s")); err != nil {
+			t.Fatal(err)
+		}
+		tool := framed(ClassRead, []string{f.root}, "")
+		tool.Cwd = cwd
+		for _, args := range []string{
+			`{"q":"cfg/servers.yaml"}`,
+			`{"q":"my cfg/servers.yaml"}`,
+			`{"q":"up/conf/servers.yaml"}`,
+			`{"q":"missing/../cfg/servers.yaml"}`,
+			`{"q":"sub/s/ledger.db"}`,
+			`{"opts":{"x":["hello","cfg/servers.yaml"]}}`,
+			`{"cfg/servers.yaml":1}`,
+		} {
+			check(t, g.Evaluate(ctx, call(tool, args)), want{Deny, CodeProtectedPath, nil})
+		}
+		check(t, g.Evaluate(ctx, call(tool, `{"q":"cfg/other.yaml"}`)), want{Allow, CodeAllow, nil})
+		check(t, g.Evaluate(ctx, call(tool, `{"q":"hello world","n":3}`)), want{Allow, CodeAllow, nil})
 	})
 	t.Run("relative_protected_path_refused", func(t *testing.T) {
 		if _, err := New(Policy{}, WithProtected("state")); err == nil || !strings.Contains(err.Error(), "absolute") {
