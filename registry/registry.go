@@ -279,11 +279,7 @@ func (r *Registry) build() *Catalog {
 		for _, t := range tools {
 			t.Exposed = ExposedName(srv.Prefix, t.Name, cfg.Surface.MaxNameLen)
 			t.Server, t.Keywords = srv.Name, srv.Keywords
-			on, why := cfg.Toggles.Decide(t.Exposed, !srv.ToolsOff)
-			t.Off, t.Toggle = !on, why
-			if t.Toggle == "" && srv.ToolsOff {
-				t.Toggle = fmt.Sprintf("%s:%d tools_default: off", configName(cfg.Path), srv.Line)
-			}
+			t.Off, t.Toggle = cfg.SwitchedOff(srv, t.Exposed)
 			if prev, dup := owner[t.Exposed]; dup {
 				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", srv.Name)
 				if prev.Server == srv.Name {

@@ -143,3 +143,15 @@ func (t *Toggles) Decide(name string, on bool) (bool, string) {
 	}
 	return on, why
 }
+
+// SwitchedOff says whether the tool (or pass-through operation) exposed as
+// name on server srv is switched off, by tools.yaml or the server's
+// tools_default: off, and why, in words for people ("" when nothing
+// switched it).
+func (c *Config) SwitchedOff(srv Server, name string) (off bool, why string) {
+	on, why := c.Toggles.Decide(name, !srv.ToolsOff)
+	if why == "" && srv.ToolsOff {
+		why = fmt.Sprintf("%s:%d tools_default: off", configName(c.Path), srv.Line)
+	}
+	return !on, why
+}
