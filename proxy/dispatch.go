@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -47,22 +46,7 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 	call := gate.Call{Session: ss.key, Name: name, Args: args, Turn: ss.currentTurn(), Roots: s.relay.sessionRoots(ctx)}
 	// A tool the install left out (invalid header annotations) is unknown.
 	if t, ok := v.cat.Lookup(name); ok && v.tools[name].Name != "" {
-		call.Tool = v.gateTool(t)
-		call.WithheldWhy, call.Withheld = v.whyWithheld(name)
-		if t.Held != nil {
-			call.Changed = t.Held.Diff.Summary()
-		}
-		call.Visible = v.visible(name)
-		if !call.Visible {
-			call.Lapsed = ss.lapsedWhy(name, v.cfg.Surface.BindTurns)
-		}
-		if sl := ss.activeSlash(); sl != nil {
-			call.Activity, call.ReadOnlyActivity = sl.Activity, sl.ReadOnly
-			call.Forced = slices.Contains(sl.Tools, name)
-			if pins := sl.Pins[name]; len(pins) > 0 {
-				call.Pins = pins
-			}
-		}
+		v.callFacts(&call, t, false)
 	} else {
 		call.Closest = v.closest(name, 3, index.KindMCP)
 	}

@@ -67,8 +67,8 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 	defer v.release()
 	name := prefixOf(v.cfg, srv) + "__" + op
 	call := gate.Call{Session: ss.key, Name: name, Args: raw, Turn: ss.currentTurn(),
-		Roots: s.relay.sessionRoots(ctx), Visible: true,
-		Tool: v.gateTool(opTool(name, srv))}
+		Roots: s.relay.sessionRoots(ctx)}
+	v.callFacts(&call, v.opTool(name, srv), true)
 	v.frame(call.Tool, call.Roots)
 	d, id, input := v.admit(ctx, call, mayAsk)
 	if input != nil {
@@ -92,10 +92,16 @@ func (s *Server) enter(ctx context.Context, srv, op string, args map[string]any,
 }
 
 // opTool is a pass-through operation on srv as a catalog tool: a read,
-// judged in the server's frame like its tools.
-func opTool(name, srv string) registry.Tool {
-	return registry.Tool{Exposed: name, Server: srv, Name: name,
+// judged in the server's frame like its tools, and switched off like them
+// (tools.yaml's "hostile__*" or tools_default: off covers
+// hostile__prompts.get).
+func (v reqView) opTool(name, srv string) registry.Tool {
+	t := registry.Tool{Exposed: name, Server: srv, Name: name,
 		Annotations: mcp.ToolAnnotation{ReadOnlyHint: mcp.ToBoolPtr(true)}}
+	if sc, ok := v.cfg.Server(srv); ok {
+		t.Off, t.Toggle = v.cfg.SwitchedOff(sc, name)
+	}
+	return t
 }
 
 // resourceArgs are the arguments the gate sees for a URI of srv: the URI

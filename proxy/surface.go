@@ -158,6 +158,13 @@ func (v reqView) whyWithheld(name string) (why string, withheld bool) {
 		return "", false
 	}
 	t, ok := v.cat.Lookup(name)
+	return v.withheldWhy(name, t, ok)
+}
+
+// withheldWhy is whyWithheld for t, the entry found for name (ok): a
+// catalog tool, or a server's pass-through operation (opTool), which is
+// switched off and narrowed by a slash command like a tool.
+func (v reqView) withheldWhy(name string, t registry.Tool, ok bool) (why string, withheld bool) {
 	if ok && t.Held != nil {
 		return "it is held until a person accepts its definition (" + t.Held.Diff.Summary() +
 			"); a person must accept it with `quiver tools accept " + name + "`", true
