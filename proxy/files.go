@@ -64,6 +64,11 @@ func (f files) ReadFile(ctx context.Context, path string, offset, limit int64) (
 		return fail(err)
 	}
 	defer fh.Close()
+	// The open followed the path anew: a folder swapped in after the gate
+	// looked (another tool's move) leads elsewhere. Check what was opened.
+	if err := openedIsJudged(fh, real); err != nil {
+		return fail(err)
+	}
 	info, err := fh.Stat()
 	switch {
 	case err != nil:
