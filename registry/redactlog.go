@@ -11,6 +11,26 @@ import (
 type redactingHandler struct {
 	inner   slog.Handler
 	secrets func() []Secret
+	// redactor, when set, is asked instead of secrets (RedactingHandler).
+	redactor func() *Redactor
+}
+
+// RedactingHandler wraps inner so that every record's message and every
+// attribute's text (strings, errors, anything that prints itself, in
+// groups too, and attributes added by With) are redacted by the Redactor
+// in force when the record is handled: a logger that logs through it
+// hides the current configuration's secrets whatever a line passes it (a
+// progress token a server chose, a URL, an error's text).
+func RedactingHandler(inner slog.Handler, redactor func() *Redactor) slog.Handler {
+	return redactingHandler{inner: inner, redactor: redactor}
+}
+
+func (h redactingHandler) redact() func(string) string {
+	if h.redactor != nil {
+		return h.redactor().Redact
+	}
+	secrets := h.secrets()
+	return func(s string) string { return Redact(s, secrets) }
 }
 
 func (h redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -18,42 +38,44 @@ func (h redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h redactingHandler) Handle(ctx context.Context, r slog.Record) error {
-	secrets := h.secrets()
-	out := slog.NewRecord(r.Time, r.Level, Redact(r.Message, secrets), r.PC)
+	redact := h.redact()
+	out := slog.NewRecord(r.Time, r.Level, redact(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(redactAttr(a, secrets))
+		out.AddAttrs(redactAttr(a, redact))
 		return true
 	})
 	return h.inner.Handle(ctx, out)
 }
 
 func (h redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	secrets := h.secrets()
+	redact := h.redact()
 	red := make([]slog.Attr, len(as))
 	for i, a := range as {
-		red[i] = redactAttr(a, secrets)
+		red[i] = redactAttr(a, redact)
 	}
-	return redactingHandler{inner: h.inner.WithAttrs(red), secrets: h.secrets}
+	h.inner = h.inner.WithAttrs(red)
+	return h
 }
 
 func (h redactingHandler) WithGroup(name string) slog.Handler {
-	return redactingHandler{inner: h.inner.WithGroup(name), secrets: h.secrets}
+	h.inner = h.inner.WithGroup(name)
+	return h
 }
 
 // redactAttr is a with its text redacted: strings, errors and anything
 // else that prints itself; numbers, times and the like stay as they are.
-func redactAttr(a slog.Attr, secrets []Secret) slog.Attr {
+func redactAttr(a slog.Attr, redact func(string) string) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, Redact(v.String(), secrets))
+		return slog.String(a.Key, redact(v.String()))
 	case slog.KindAny:
-		return slog.String(a.Key, Redact(v.String(), secrets))
+		return slog.String(a.Key, redact(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
 		for i, ga := range g {
-			red[i] = redactAttr(ga, secrets)
+			red[i] = redactAttr(ga, redact)
 		}
 		return slog.Group(a.Key, red...)
 	}
