@@ -118,6 +118,20 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Everything quiver logs, and the registry through it, is redacted
+	// with the secrets of the configuration in force: no log line depends
+	// on its author remembering that a value (a progress token a server
+	// chose, an error's text) may hold one.
+	var s *Server
+	first := registry.NewRedactor(cfg.Secrets)
+	opts.Logger = slog.New(registry.RedactingHandler(opts.Logger.Handler(), func() *registry.Redactor {
+		if s != nil {
+			if set := s.current(); set != nil {
+				return set.redact
+			}
+		}
+		return first
+	}))
 	if opts.Debounce <= 0 {
 		opts.Debounce = 100 * time.Millisecond
 	}
@@ -152,7 +166,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	set.skills = loadSkills(cfg, opts.Logger)
-	s := &Server{
+	s = &Server{
 		ledger:   ledger,
 		gopts:    gopts,
 		log:      opts.Logger,
