@@ -167,27 +167,6 @@ func init() {
 			time.Sleep(200 * time.Millisecond)
 			return mcp.NewToolResultText("done"), nil
 		})
-	s.AddTool(mcp.NewTool("many_small", mcp.WithDescription("A result of many short texts."),
-		mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res := &mcp.CallToolResult{}
-			for i := 0; i < 100000; i++ {
-				res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprint(i%10)))
-			}
-			return res, nil
-		})
-	s.AddTool(mcp.NewTool("chunked_output", mcp.WithDescription("Output in chunks of 64 bytes, one content item each, as a command runner streams it."),
-		mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			out := strings.Repeat("x", 40) + " RT_SECRET=" + os.Getenv("RT_SECRET") + "\n"
-			res := &mcp.CallToolResult{}
-			for len(out) > 0 {
-				n := min(64, len(out))
-				res.Content = append(res.Content, mcp.NewTextContent(out[:n]))
-				out = out[n:]
-			}
-			return res, nil
-		})
 	if err := server.ServeStdio(s); err != nil {
 		os.Exit(1)
 	}
