@@ -51,7 +51,18 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 		call.Closest = v.closest(name, 3, index.KindMCP)
 	}
 	v.frame(call.Tool, call.Roots)
+	if call.Tool != nil {
+		// Held from before the gate's decision until the server answers
+		// (pathlock.go); given back however the call ends, a panic too.
+		v.paths = s.paths.hold(v.gate.ClassOf(call.Tool))
+		defer v.paths.release()
+	}
 	d, id, input := v.admit(ctx, call, true)
+	if d.Verdict != gate.Allow || input != nil || len(d.Resolved) == 0 {
+		v.paths.release() // no path of this call was judged, or it does not run
+	} else {
+		v.paths.retake() // after an approval it was given back
+	}
 	if input != nil {
 		return input // the approval card, as an input request
 	}
@@ -59,10 +70,14 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 		s.log.Info("call refused", "session", ss.id, "tool", name, "code", d.Code, "reason", d.Reason)
 		return builtin.Refusal(d.Code, d.Reason)
 	}
+	if v.paths.holding() {
+		ctx = withHold(ctx, v.paths)
+	}
 	if modernHost(ctx) {
 		return v.parkedCall(ctx, name, d, id, meta)
 	}
 	res, err := v.forward(ctx, name, d.Args, meta)
+	v.paths.release()
 	return v.finish(name, d, id, res, err)
 }
 
@@ -87,6 +102,7 @@ func (v reqView) admit(ctx context.Context, call gate.Call, mayAsk bool) (gate.D
 	if s.ledger == nil {
 		var input *mcp.CallToolResult
 		if d.Verdict == gate.Ask {
+			v.paths.release() // never wait on a person holding it
 			d, input = v.approve(ctx, call, d, 0)
 		}
 		return d, 0, input
@@ -106,6 +122,7 @@ func (v reqView) admit(ctx context.Context, call gate.Call, mayAsk bool) (gate.D
 	if err != nil {
 		s.log.Error("ledger: recording a decision failed", "tool", call.Name, "err", err)
 	}
+	v.paths.release() // never wait on a person holding it
 	d, input := v.approve(ctx, call, d, id)
 	if input != nil {
 		return d, id, input

@@ -143,6 +143,7 @@ func (v reqView) parkedCall(ctx context.Context, name string, d gate.Decision, i
 		done: make(chan parkedEnd, 1), asks: map[string]*parkedAsk{}, asked: map[string]bool{}, wake: make(chan struct{}, 1)}
 	go func() {
 		res, err := v.forward(context.WithValue(fctx, parkKey{}, p), name, d.Args, meta)
+		releaseHold(fctx)
 		p.done <- parkedEnd{res, err}
 	}()
 	return v.await(ctx, p)

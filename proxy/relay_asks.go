@@ -151,6 +151,15 @@ func (p peer) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse,
 func (p peer) deliver(ctx context.Context, k kind, req mcp.InputRequest) (mcp.InputResponse, error) {
 	method := string(req.Method)
 	uctx, sess, cancel, err := p.r.route(ctx, p.server)
+	if req.Method != mcp.MethodListRoots {
+		// A person answers: the call gives back its path lock
+		// (pathlock.go) rather than hold others up meanwhile.
+		if ep := (errParked{}); errors.As(err, &ep) {
+			releaseHold(ep.f.ctx)
+		} else if err == nil {
+			releaseHold(uctx)
+		}
+	}
 	if ep := (errParked{}); errors.As(err, &ep) {
 		return p.parked(ctx, ep.f, k, req)
 	}

@@ -85,6 +85,10 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 
+	// paths keeps a call's path check and its downstream open from being
+	// raced by another call through quiver (pathlock.go).
+	paths pathLock
+
 	// relay and pass carry everything but tools/call (relay.go,
 	// passthrough.go); transparent hides quiver's own tools so that one
 	// server with prefix "" under reveal: direct looks like itself.

@@ -25,6 +25,9 @@ type reqView struct {
 	ss *session
 	*snapshot
 	held bool // release gives back a reference
+	// paths is the call's hold on the path lock (pathlock.go), given
+	// back before a person is asked; nil when it holds none.
+	paths *pathHold
 }
 
 // viewOf takes the snapshot in force for one request of session ss; the

@@ -5,14 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
-// Red team 2, the findings about what a result shows the host (7, 9).
+// Red team 2, the findings about what a result shows the host (7, 9) and
+// the downstream swap race (4). Each test asserts what the user sees.
 
 // rtOutputEnv makes the test binary a small downstream MCP server (before
 // TestMain runs) whose tools return results of awkward shapes.
@@ -134,5 +140,81 @@ servers:
 	}
 	if strings.Contains(shown.String(), secret) {
 		t.Errorf("RT_SECRET's value (a ${VAR} secret) reached the host split across two text items: %q", shown.String())
+	}
+}
+
+// TestRedTeam2DownstreamSwapRace: the same swap against the published
+// filesystem server started with root "/" (as TestPathEscapesEndToEnd
+// does: quiver's fence is all that stands between the model and the
+// disk). quiver judges the path and forwards the string as written; the
+// server resolves it again, after the model's own move_file calls have
+// swapped a folder holding a link out of the fence into its place.
+func TestRedTeam2DownstreamSwapRace(t *testing.T) {
+	script := filesystemServer(t)
+	node := needTool(t, "node")
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, outside := filepath.Join(base, "fenced"), filepath.Join(base, "outside")
+	canary := "CANARY-" + randomWord(t)
+	for _, d := range []string{filepath.Join(inside, "A", "x"), filepath.Join(inside, "B"), outside} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(inside, "A", "x", "f.txt"), []byte("decoy\n"), 0o600)
+	os.WriteFile(filepath.Join(outside, "f.txt"), []byte(canary+"\n"), 0o600)
+	if err := os.Symlink(outside, filepath.Join(inside, "B", "x")); err != nil {
+		t.Fatal(err)
+	}
+	h := startQuiver(t, fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  fs:
+    command: %q
+    args: [%q, "/"]
+    path_base: roots
+fence:
+  allowed_dirs: [%q]
+%s`, node, script, inside, allowAll), hostOptions{})
+	h.waitTools("fs__move_file", "fs__read_text_file")
+	if out := toolresult.Text(h.call("fs__read_text_file", map[string]any{"path": filepath.Join(inside, "B", "x", "f.txt")})); strings.Contains(out, canary) {
+		t.Fatalf("control: reading through the link must be refused: %s", out)
+	}
+	move := func(from, to string) {
+		h.call("fs__move_file", map[string]any{"source": filepath.Join(inside, from), "destination": filepath.Join(inside, to)})
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			move("A", "C")
+			move("B", "A")
+			move("A", "B")
+			move("C", "A")
+		}
+	}()
+	leaked := ""
+	deadline := time.Now().Add(20 * time.Second)
+	n := 0
+	for time.Now().Before(deadline) && leaked == "" {
+		n++
+		out := toolresult.Text(h.call("fs__read_text_file", map[string]any{"path": filepath.Join(inside, "A", "x", "f.txt")}))
+		if strings.Contains(out, canary) {
+			leaked = out
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d reads", n)
+	if leaked != "" {
+		t.Errorf("read_text_file returned a file outside the fence, through a link swapped in by move_file after the gate looked: %q", leaked)
 	}
 }
