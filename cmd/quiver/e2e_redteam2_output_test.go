@@ -50,10 +50,7 @@ func init() {
 			}
 			return res, nil
 		})
-	if err := server.ServeStdio(s); err != nil {
-		os.Exit(1)
-	}
-	os.Exit(0)
+	serveMini(s)
 }
 
 // TestRedTeam2ManySmallPartsUnbounded: results were bounded by cutting
@@ -62,10 +59,7 @@ func init() {
 // whole, far over surface.max_result_bytes. The bound is on the whole
 // result: items are left out from the end, and the notice says so.
 func TestRedTeam2ManySmallPartsUnbounded(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := testBinary(t)
 	const limit = 64 << 10
 	h, rec, _ := launch{
 		cfg: fmt.Sprintf(`
@@ -111,10 +105,7 @@ servers:
 // and the host, which shows the items one after another, showed the
 // secret whole.
 func TestRedTeam2SecretSplitAcrossChunks(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := testBinary(t)
 	secret := "rt-secret-" + randomWord(t)
 	h, _, _ := launch{
 		cfg: fmt.Sprintf(`

@@ -167,10 +167,28 @@ func init() {
 			time.Sleep(200 * time.Millisecond)
 			return mcp.NewToolResultText("done"), nil
 		})
+	serveMini(s)
+}
+
+// serveMini serves s on stdio and ends the process: the test binary is
+// then a mini downstream server (rtMiniEnv, rtOutputEnv), started before
+// TestMain runs.
+func serveMini(s *server.MCPServer) {
 	if err := server.ServeStdio(s); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// testBinary is this test binary's path, for a config that runs it as a
+// mini server.
+func testBinary(t testing.TB) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
 }
 
 // TestRedTeam2ProgressTokenInLog: a downstream's progress notification
@@ -180,10 +198,7 @@ func init() {
 // the host keeps. DESIGN: known credential values are hard-redacted from
 // results and logs.
 func TestRedTeam2ProgressTokenInLog(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := testBinary(t)
 	secret := "rt-secret-" + randomWord(t)
 	var log syncBuffer
 	h, _, _ := launch{
