@@ -195,3 +195,26 @@ func loginError(server string, err error) error {
 	}
 	return err
 }
+
+// HeldSecrets are the credentials quiver holds for server s in stateDir —
+// its access and refresh tokens and a registered client's secret — as
+// Secrets, to be hidden from the host like ${VAR} values: a remote server
+// that quotes back the token quiver sent it must not show it.
+func HeldSecrets(s Server, stateDir string) []Secret {
+	rec, err := NewTokenFile(OAuthFile(stateDir, s.Name), s.URL).Record()
+	if err != nil {
+		return nil
+	}
+	var out []Secret
+	add := func(what, v string) {
+		if len(v) >= 8 {
+			out = append(out, Secret{Var: s.Name + " " + what, Value: v})
+		}
+	}
+	add("client secret", rec.ClientSecret)
+	if rec.Token != nil {
+		add("oauth token", rec.Token.AccessToken)
+		add("oauth refresh token", rec.Token.RefreshToken)
+	}
+	return out
+}

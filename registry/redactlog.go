@@ -11,23 +11,24 @@ import (
 type redactingHandler struct {
 	inner   slog.Handler
 	secrets func() []Secret
-	// redactor, when set, is asked instead of secrets (RedactingHandler).
-	redactor func() *Redactor
+	// redactText, when set, is used instead of secrets (RedactingHandler).
+	redactText func(string) string
 }
 
 // RedactingHandler wraps inner so that every record's message and every
 // attribute's text (strings, errors, anything that prints itself, in
-// groups too, and attributes added by With) are redacted by the Redactor
-// in force when the record is handled: a logger that logs through it
-// hides the current configuration's secrets whatever a line passes it (a
-// progress token a server chose, a URL, an error's text).
-func RedactingHandler(inner slog.Handler, redactor func() *Redactor) slog.Handler {
-	return redactingHandler{inner: inner, redactor: redactor}
+// groups too, and attributes added by With) go through redact, which
+// hides the secrets in force when the record is handled: a logger that
+// logs through it hides the current configuration's secrets whatever a
+// line passes it (a progress token a server chose, a URL, an error's
+// text).
+func RedactingHandler(inner slog.Handler, redact func(string) string) slog.Handler {
+	return redactingHandler{inner: inner, redactText: redact}
 }
 
 func (h redactingHandler) redact() func(string) string {
-	if h.redactor != nil {
-		return h.redactor().Redact
+	if h.redactText != nil {
+		return h.redactText
 	}
 	secrets := h.secrets()
 	return func(s string) string { return Redact(s, secrets) }
