@@ -24,9 +24,10 @@ import (
 type settings struct {
 	cfg  *registry.Config
 	gate *gate.Gate
-	// redact hides cfg's secrets (and credential shapes): built once per
-	// configuration, since it precomputes every form a secret takes.
-	redact *registry.Redactor
+	// redact hides cfg's secrets (and credential shapes, and the OAuth
+	// tokens quiver holds: redactorFor): built once per configuration,
+	// since it precomputes every form a secret takes.
+	redact textRedactor
 	// frames are the servers' path frames (dispatch.go).
 	frames map[string]serverFrame
 	skills *skills.Library // from cfg's skills.dirs, read again on every reload
@@ -79,7 +80,7 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
 	}
-	return &settings{cfg: cfg, gate: g, redact: registry.NewRedactor(cfg.Secrets), frames: frames(cfg)}, nil
+	return &settings{cfg: cfg, gate: g, redact: redactorFor(cfg, stateDir), frames: frames(cfg)}, nil
 }
 
 // cfg is the configuration in force (before the first install, during

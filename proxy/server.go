@@ -128,13 +128,13 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	// chose, an error's text) may hold one.
 	var s *Server
 	first := registry.NewRedactor(cfg.Secrets)
-	opts.Logger = slog.New(registry.RedactingHandler(opts.Logger.Handler(), func() *registry.Redactor {
+	opts.Logger = slog.New(registry.RedactingHandler(opts.Logger.Handler(), func(text string) string {
 		if s != nil {
 			if set := s.current(); set != nil {
-				return set.redact
+				return set.redact.Redact(text)
 			}
 		}
-		return first
+		return first.Redact(text)
 	}))
 	if opts.Debounce <= 0 {
 		opts.Debounce = 100 * time.Millisecond
