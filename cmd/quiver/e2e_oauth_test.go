@@ -231,38 +231,12 @@ func TestOAuthLoginEndToEnd(t *testing.T) {
 	}
 
 	// quiver login, with the test as the browser.
-	login := exec.Command(quiverBin, "login", "remote", "--no-browser", "--config", cfg, "--state-dir", state, "--timeout", "30s")
-	login.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "home"))
-	stderr, _ := login.StderrPipe()
-	var stdout strings.Builder
-	login.Stdout = &stdout
-	if err := login.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var authURL string
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, o.srv.URL+"/authorize?") {
-			authURL = l
-			break
-		}
-	}
-	go io.Copy(io.Discard, stderr)
-	if authURL == "" {
-		login.Process.Kill()
-		t.Fatalf("quiver login printed no authorization address")
-	}
-	resp, err := http.Get(authURL) // follows the redirect to quiver's loopback
-	if err != nil {
-		t.Fatalf("the browser's visit: %v", err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(page), "logged in to remote") {
+	stdout, page := quiverLogin(t, o, dir, cfg, state)
+	if !strings.Contains(page, "logged in to remote") {
 		t.Errorf("the page the browser lands on: %s", page)
 	}
-	if err := login.Wait(); err != nil || !strings.Contains(stdout.String(), "Logged in to remote") {
-		t.Fatalf("quiver login: %v\n%s", err, stdout.String())
+	if !strings.Contains(stdout, "Logged in to remote") {
+		t.Fatalf("quiver login said:\n%s", stdout)
 	}
 	if fi, err := os.Stat(registry.OAuthFile(state, "remote")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the token file: %v; want mode 0600", err)
@@ -281,4 +255,44 @@ func TestOAuthLoginEndToEnd(t *testing.T) {
 	if refreshed, _ := o.counts(); refreshed == 0 {
 		t.Fatal("the expired token was never refreshed")
 	}
+}
+
+// quiverLogin runs "quiver login remote" against o with the test as the
+// browser: it visits the authorization address quiver prints, which
+// redirects to quiver's loopback. It returns what login printed and the
+// page the browser landed on.
+func quiverLogin(t *testing.T, o *oauthServer, dir, cfg, state string) (stdout, page string) {
+	t.Helper()
+	login := exec.Command(quiverBin, "login", "remote", "--no-browser", "--config", cfg, "--state-dir", state, "--timeout", "30s")
+	login.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "home"))
+	stderr, _ := login.StderrPipe()
+	var out strings.Builder
+	login.Stdout = &out
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var authURL string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, o.srv.URL+"/authorize?") {
+			authURL = l
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if authURL == "" {
+		login.Process.Kill()
+		t.Fatalf("quiver login printed no authorization address")
+	}
+	resp, err := http.Get(authURL) // follows the redirect to quiver's loopback
+	if err != nil {
+		login.Process.Kill()
+		t.Fatalf("the browser's visit: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := login.Wait(); err != nil {
+		t.Fatalf("quiver login: %v\n%s", err, out.String())
+	}
+	return out.String(), string(b)
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,13 +16,14 @@ import (
 	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
+// rtAuthKey carries the Authorization header the echo server was sent.
 type rtAuthKey struct{}
 
 // TestRedTeam2OAuthTokenEchoed: quiver adds the OAuth access token of a
 // remote server to every request it sends there (quiver login). A server
 // that quotes the token back (an error page, a debug echo) has it reach
-// the host in clear: quiver hides the secrets of servers.yaml and
-// well-known credential shapes, but not the token it holds itself.
+// the host in clear (red team 2, finding 10): the tokens quiver holds are
+// secrets like those of servers.yaml, and the host sees them redacted.
 func TestRedTeam2OAuthTokenEchoed(t *testing.T) {
 	o := newOAuthServer(t, time.Hour)
 	echo := server.NewMCPServer("protected", "1.0.0")
@@ -59,31 +57,7 @@ func TestRedTeam2OAuthTokenEchoed(t *testing.T) {
 	cfg := filepath.Join(dir, "servers.yaml")
 	text := fmt.Sprintf("surface:\n  reveal: direct\nservers:\n  remote:\n    url: %s/mcp\n    auth: oauth\n", o.srv.URL)
 	os.WriteFile(cfg, []byte(text), 0o600)
-	login := exec.Command(quiverBin, "login", "remote", "--no-browser", "--config", cfg, "--state-dir", state, "--timeout", "30s")
-	login.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "home"))
-	stderr, _ := login.StderrPipe()
-	if err := login.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var authURL string
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, o.srv.URL+"/authorize?") {
-			authURL = l
-			break
-		}
-	}
-	go io.Copy(io.Discard, stderr)
-	if authURL == "" {
-		login.Process.Kill()
-		t.Fatalf("quiver login printed no authorization address")
-	}
-	if resp, err := http.Get(authURL); err == nil {
-		resp.Body.Close()
-	}
-	if err := login.Wait(); err != nil {
-		t.Fatalf("quiver login: %v", err)
-	}
+	quiverLogin(t, o, dir, cfg, state)
 	h := startQuiver(t, text, hostOptions{args: []string{"--config", cfg, "--state-dir", state}})
 	h.waitTools("remote__whoami")
 	out := toolresult.Text(h.call("remote__whoami", map[string]any{}))
