@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,32 +24,29 @@ import (
 const rtOutputEnv = "QUIVER_REDTEAM2_OUTPUT_MINI"
 
 func init() {
-	if os.Getenv(rtOutputEnv) == "" {
-		return
-	}
-	s := server.NewMCPServer("rt-output", "1.0.0", server.WithToolCapabilities(false))
-	s.AddTool(mcp.NewTool("many_small", mcp.WithDescription("A result of many short texts."),
-		mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res := &mcp.CallToolResult{}
-			for i := 0; i < 100000; i++ {
-				res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprint(i%10)))
-			}
-			return res, nil
-		})
-	s.AddTool(mcp.NewTool("chunked_output", mcp.WithDescription("Output in chunks of 64 bytes, one content item each, as a command runner streams it."),
-		mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			out := strings.Repeat("x", 40) + " RT_SECRET=" + os.Getenv("RT_SECRET") + "\n"
-			res := &mcp.CallToolResult{}
-			for len(out) > 0 {
-				n := min(64, len(out))
-				res.Content = append(res.Content, mcp.NewTextContent(out[:n]))
-				out = out[n:]
-			}
-			return res, nil
-		})
-	serveMini(s)
+	serveMini(rtOutputEnv, "rt-output", func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("many_small", mcp.WithDescription("A result of many short texts."),
+			mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				res := &mcp.CallToolResult{}
+				for i := 0; i < 100000; i++ {
+					res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprint(i%10)))
+				}
+				return res, nil
+			})
+		s.AddTool(mcp.NewTool("chunked_output", mcp.WithDescription("Output in chunks of 64 bytes, one content item each, as a command runner streams it."),
+			mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				out := strings.Repeat("x", 40) + " RT_SECRET=" + os.Getenv("RT_SECRET") + "\n"
+				res := &mcp.CallToolResult{}
+				for len(out) > 0 {
+					n := min(64, len(out))
+					res.Content = append(res.Content, mcp.NewTextContent(out[:n]))
+					out = out[n:]
+				}
+				return res, nil
+			})
+	})
 }
 
 // TestRedTeam2ManySmallPartsUnbounded: results were bounded by cutting
@@ -143,20 +139,8 @@ servers:
 func TestRedTeam2DownstreamSwapRace(t *testing.T) {
 	script := filesystemServer(t)
 	node := needTool(t, "node")
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inside, outside := filepath.Join(base, "fenced"), filepath.Join(base, "outside")
-	canary := "CANARY-" + randomWord(t)
-	for _, d := range []string{filepath.Join(inside, "A", "x"), filepath.Join(inside, "B"), outside} {
-		os.MkdirAll(d, 0o755)
-	}
-	os.WriteFile(filepath.Join(inside, "A", "x", "f.txt"), []byte("decoy\n"), 0o600)
-	os.WriteFile(filepath.Join(outside, "f.txt"), []byte(canary+"\n"), 0o600)
-	if err := os.Symlink(outside, filepath.Join(inside, "B", "x")); err != nil {
-		t.Fatal(err)
-	}
+	f := newSwapFixture(t)
+	inside, canary := f.inside, f.canary
 	h := startQuiver(t, fmt.Sprintf(`
 surface:
   reveal: direct
@@ -172,38 +156,7 @@ fence:
 	if out := toolresult.Text(h.call("fs__read_text_file", map[string]any{"path": filepath.Join(inside, "B", "x", "f.txt")})); strings.Contains(out, canary) {
 		t.Fatalf("control: reading through the link must be refused: %s", out)
 	}
-	move := func(from, to string) {
-		h.call("fs__move_file", map[string]any{"source": filepath.Join(inside, from), "destination": filepath.Join(inside, to)})
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			move("A", "C")
-			move("B", "A")
-			move("A", "B")
-			move("C", "A")
-		}
-	}()
-	leaked := ""
-	deadline := time.Now().Add(20 * time.Second)
-	n := 0
-	for time.Now().Before(deadline) && leaked == "" {
-		n++
-		out := toolresult.Text(h.call("fs__read_text_file", map[string]any{"path": filepath.Join(inside, "A", "x", "f.txt")}))
-		if strings.Contains(out, canary) {
-			leaked = out
-		}
-	}
-	close(stop)
-	wg.Wait()
+	leaked, n := f.race(h, 20*time.Second, "fs__read_text_file")
 	t.Logf("%d reads", n)
 	if leaked != "" {
 		t.Errorf("read_text_file returned a file outside the fence, through a link swapped in by move_file after the gate looked: %q", leaked)

@@ -78,22 +78,8 @@ func TestRedTeam2RelativePathWithSchemeLookalike(t *testing.T) {
 func TestRedTeam2ReadFileSwapRace(t *testing.T) {
 	script := filesystemServer(t)
 	node := needTool(t, "node")
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	inside, outside := filepath.Join(base, "fenced"), filepath.Join(base, "outside")
-	canary := "CANARY-" + randomWord(t)
-	for _, d := range []string{filepath.Join(inside, "A", "x"), filepath.Join(inside, "B"), outside} {
-		os.MkdirAll(d, 0o755)
-	}
-	os.WriteFile(filepath.Join(inside, "A", "x", "f.txt"), []byte("decoy\n"), 0o600)
-	os.WriteFile(filepath.Join(outside, "f.txt"), []byte(canary+"\n"), 0o600)
-	// A symlink out of the fence that was there before (a checkout's link):
-	// reading through it is outside, and asks.
-	if err := os.Symlink(outside, filepath.Join(inside, "B", "x")); err != nil {
-		t.Fatal(err)
-	}
+	f := newSwapFixture(t)
+	inside, canary := f.inside, f.canary
 	h := startQuiver(t, fmt.Sprintf(`
 surface:
   reveal: direct
@@ -108,8 +94,44 @@ fence:
 	if out := toolresult.Text(h.call("read_file", map[string]any{"path": filepath.Join(inside, "B", "x", "f.txt")})); strings.Contains(out, canary) {
 		t.Fatalf("control: reading through the link must be refused: %s", out)
 	}
+	leaked, n := f.race(h, 40*time.Second, "read_file")
+	t.Logf("%d reads", n)
+	if leaked != "" {
+		t.Errorf("read_file returned a file outside the fence, through a link swapped in by move_file after the gate looked: %q", leaked)
+	}
+}
+
+// swapFixture is the red team's swap, laid out in a fenced folder:
+// A/x/f.txt is a decoy, and B/x a link out of the fence to a folder whose
+// f.txt holds the canary. A symlink out of the fence that was there before
+// (a checkout's link): reading through it is outside, and asks.
+type swapFixture struct{ inside, outside, canary string }
+
+func newSwapFixture(t *testing.T) swapFixture {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := swapFixture{inside: filepath.Join(base, "fenced"), outside: filepath.Join(base, "outside"), canary: "CANARY-" + randomWord(t)}
+	for _, d := range []string{filepath.Join(f.inside, "A", "x"), filepath.Join(f.inside, "B"), f.outside} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(f.inside, "A", "x", "f.txt"), []byte("decoy\n"), 0o600)
+	os.WriteFile(filepath.Join(f.outside, "f.txt"), []byte(f.canary+"\n"), 0o600)
+	if err := os.Symlink(f.outside, filepath.Join(f.inside, "B", "x")); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// race swaps A and B with the server's move_file (each move inside the
+// fence, so each allowed) while it reads A/x/f.txt with the tool reader,
+// for up to d or until a read returns the canary; it returns that read
+// ("" if none did) and how many reads there were.
+func (f swapFixture) race(h *host, d time.Duration, reader string) (leaked string, reads int) {
 	move := func(from, to string) {
-		h.call("fs__move_file", map[string]any{"source": filepath.Join(inside, from), "destination": filepath.Join(inside, to)})
+		h.call("fs__move_file", map[string]any{"source": filepath.Join(f.inside, from), "destination": filepath.Join(f.inside, to)})
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -128,22 +150,16 @@ fence:
 			move("C", "A")
 		}
 	}()
-	leaked := ""
-	deadline := time.Now().Add(40 * time.Second)
-	n := 0
-	for time.Now().Before(deadline) && leaked == "" {
-		n++
-		out := toolresult.Text(h.call("read_file", map[string]any{"path": filepath.Join(inside, "A", "x", "f.txt")}))
-		if strings.Contains(out, canary) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline) && leaked == ""; {
+		reads++
+		out := toolresult.Text(h.call(reader, map[string]any{"path": filepath.Join(f.inside, "A", "x", "f.txt")}))
+		if strings.Contains(out, f.canary) {
 			leaked = out
 		}
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("%d reads", n)
-	if leaked != "" {
-		t.Errorf("read_file returned a file outside the fence, through a link swapped in by move_file after the gate looked: %q", leaked)
-	}
+	return leaked, reads
 }
 
 // rtMiniEnv makes the test binary a small downstream MCP server (before
@@ -153,27 +169,29 @@ fence:
 const rtMiniEnv = "QUIVER_REDTEAM2_MINI"
 
 func init() {
-	if os.Getenv(rtMiniEnv) == "" {
-		return
-	}
-	s := server.NewMCPServer("rt-mini", "1.0.0", server.WithToolCapabilities(false))
-	s.AddTool(mcp.NewTool("progress_leak", mcp.WithDescription("Sends progress under its own token."),
-		mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if srv := server.ServerFromContext(ctx); srv != nil {
-				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
-					"progressToken": os.Getenv("RT_SECRET"), "progress": 1, "total": 2})
-			}
-			time.Sleep(200 * time.Millisecond)
-			return mcp.NewToolResultText("done"), nil
-		})
-	serveMini(s)
+	serveMini(rtMiniEnv, "rt-mini", func(s *server.MCPServer) {
+		s.AddTool(mcp.NewTool("progress_leak", mcp.WithDescription("Sends progress under its own token."),
+			mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if srv := server.ServerFromContext(ctx); srv != nil {
+					_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+						"progressToken": os.Getenv("RT_SECRET"), "progress": 1, "total": 2})
+				}
+				time.Sleep(200 * time.Millisecond)
+				return mcp.NewToolResultText("done"), nil
+			})
+	})
 }
 
-// serveMini serves s on stdio and ends the process: the test binary is
-// then a mini downstream server (rtMiniEnv, rtOutputEnv), started before
-// TestMain runs.
-func serveMini(s *server.MCPServer) {
+// serveMini makes the test binary a mini downstream server when env is
+// set (rtMiniEnv, rtOutputEnv): from init, before TestMain runs, it serves
+// the tools add gives a server named name on stdio and ends the process.
+func serveMini(env, name string, add func(s *server.MCPServer)) {
+	if os.Getenv(env) == "" {
+		return
+	}
+	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(false))
+	add(s)
 	if err := server.ServeStdio(s); err != nil {
 		os.Exit(1)
 	}
