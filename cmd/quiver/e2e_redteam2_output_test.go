@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/quiver-mcp/quiver/internal/toolresult"
 )
 
 // Red team 2, the findings about what a result shows the host (7, 9) and
@@ -140,7 +137,7 @@ func TestRedTeam2DownstreamSwapRace(t *testing.T) {
 	script := filesystemServer(t)
 	node := needTool(t, "node")
 	f := newSwapFixture(t)
-	inside, canary := f.inside, f.canary
+	inside := f.inside
 	h := startQuiver(t, fmt.Sprintf(`
 surface:
   reveal: direct
@@ -153,10 +150,7 @@ fence:
   allowed_dirs: [%q]
 %s`, node, script, inside, allowAll), hostOptions{})
 	h.waitTools("fs__move_file", "fs__read_text_file")
-	if out := toolresult.Text(h.call("fs__read_text_file", map[string]any{"path": filepath.Join(inside, "B", "x", "f.txt")})); strings.Contains(out, canary) {
-		t.Fatalf("control: reading through the link must be refused: %s", out)
-	}
-	leaked, n := f.race(h, 20*time.Second, "fs__read_text_file")
+	leaked, n := f.race(t, h, 20*time.Second, "fs__read_text_file")
 	t.Logf("%d reads", n)
 	if leaked != "" {
 		t.Errorf("read_text_file returned a file outside the fence, through a link swapped in by move_file after the gate looked: %q", leaked)
