@@ -195,6 +195,9 @@ func boundMessage(v any, limit int) bool {
 		return false
 	}
 	shorten(obj, total-limit+200) // room for the mark
+	if key == "result" {
+		leaveOut(obj, limit-200) // many small parts (output.go)
+	}
 	meta, _ := obj["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}

@@ -244,6 +244,39 @@ func isText(c mcp.Content) bool {
 	return ok
 }
 
+// leaveOut is the exit's last word on a message body still over budget
+// once its long strings are cut (a result of many small parts, on any
+// path): the items of its lists (a tool result's content, a resource's
+// contents, a prompt's messages) go from the end, then its structured
+// copy, then its _meta, until it fits. A tool result says so in a text
+// item of its own.
+func leaveOut(obj map[string]any, budget int) {
+	size := jsonSize(obj)
+	for _, key := range []string{"content", "contents", "messages"} {
+		items, ok := obj[key].([]any)
+		if !ok || size <= budget {
+			continue
+		}
+		n := len(items)
+		for len(items) > 0 && size > budget {
+			size -= jsonSize(items[len(items)-1]) + 1
+			items = items[:len(items)-1]
+		}
+		if key == "content" {
+			note := fmt.Sprintf("\n[quiver: %d of %d content items left out; ask for less (a narrower query or a range)]", n-len(items), n)
+			items = append(items, map[string]any{"type": "text", "text": note})
+		}
+		obj[key] = items
+		size = jsonSize(obj)
+	}
+	for _, key := range []string{"structuredContent", "_meta"} {
+		if _, ok := obj[key]; ok && size > budget {
+			delete(obj, key)
+			size = jsonSize(obj)
+		}
+	}
+}
+
 // shortenStructured cuts res's structured content to about budget bytes
 // and checks it against the tool's output schema; it returns why it could
 // not, or "".

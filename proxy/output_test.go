@@ -260,3 +260,36 @@ func TestBoundRedactsEscapedSecretsInStructuredContent(t *testing.T) {
 		t.Fatalf("secret left in structured content: %v", res.StructuredContent)
 	}
 }
+
+// The exit's bound, the last word on every message, holds on results of
+// many small parts too: a resource's contents, a tool result's content
+// that no typed step saw.
+func TestExitLeavesOutSmallParts(t *testing.T) {
+	const limit = 16 << 10
+	x := testExit(limit)
+	for _, key := range []string{"content", "contents"} {
+		t.Run(key, func(t *testing.T) {
+			items := make([]any, 50_000)
+			for i := range items {
+				items[i] = map[string]any{"type": "text", "uri": "file:///x", "text": fmt.Sprint(i % 10)}
+			}
+			msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "result": map[string]any{key: items}})
+			out := x.message(msg)
+			if len(out) > limit+boundSlack {
+				t.Fatalf("%d bytes sent, bound %d", len(out), limit)
+			}
+			var res struct {
+				Result map[string]json.RawMessage
+			}
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(res.Result["_meta"]), `"quiver/truncated":true`) || !strings.HasPrefix(string(res.Result[key]), `[{"text":"0"`) {
+				t.Fatalf("sent %.300s", out)
+			}
+			if key == "content" && !strings.Contains(string(res.Result[key]), "of 50000 content items left out") {
+				t.Fatalf("no notice: ...%s", out[len(out)-200:])
+			}
+		})
+	}
+}
