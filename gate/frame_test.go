@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiver-mcp/quiver/internal/cputime"
 )
 
 var openSchema = json.RawMessage(`{"type":"object"}`)
@@ -498,11 +500,11 @@ func runWorst(b *testing.B, g *Gate, c Call) {
 		b.Fatalf("setup: %s %s", d.Code, d.Reason)
 	}
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		g.Evaluate(ctx, c)
 	}
-	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 func TestCheckModelText(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/quiver-mcp/quiver/internal/cputime"
 )
 
 // syntheticCatalog grows the real catalog to n entries by copying it under
@@ -43,18 +45,18 @@ const minSearches = 2000
 // sorted.
 func latencies(b *testing.B, qs []evalQuery, search func(string) error) (wall, cpu []time.Duration) {
 	b.Helper()
-	runtime.LockOSThread() // threadCPU is this goroutine's
+	runtime.LockOSThread() // cputime.Thread is this goroutine's
 	defer runtime.UnlockOSThread()
 	n := max(b.N, minSearches)
 	wall = make([]time.Duration, 0, n)
 	cpu = make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		q := qs[i%len(qs)].Query
-		start, c0 := time.Now(), threadCPU()
+		start, c0 := time.Now(), cputime.Thread()
 		if err := search(q); err != nil {
 			b.Fatal(err)
 		}
-		cpu = append(cpu, threadCPU()-c0)
+		cpu = append(cpu, cputime.Thread()-c0)
 		wall = append(wall, time.Since(start))
 	}
 	slices.Sort(wall)
@@ -127,7 +129,7 @@ func BenchmarkSearch10k(b *testing.B) {
 func BenchmarkBuild10k(b *testing.B) {
 	entries := syntheticCatalog(b, 10000)
 	var baseDur time.Duration
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		ix, err := Build(entries)
 		if err != nil {
@@ -136,7 +138,7 @@ func BenchmarkBuild10k(b *testing.B) {
 		ix.Close()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64((cputime.Process()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 	start := time.Now()
 	base, err := buildBaseline(entries)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/quiver-mcp/quiver/internal/cputime"
 )
 
 // BenchmarkDispatch measures quiver's own work on a call — session,
@@ -81,7 +83,7 @@ func benchmarkDispatch(b *testing.B, proxied *client.Client) {
 	var d, q time.Duration
 	var da, qa uint64
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for range b.N {
 		a0 := allocs()
 		t0 := time.Now()
@@ -93,7 +95,7 @@ func benchmarkDispatch(b *testing.B, proxied *client.Client) {
 		q += time.Since(t1)
 		da, qa = da+a1-a0, qa+allocs()-a1
 	}
-	cpu := cpuTime() - cpu0
+	cpu := cputime.Process() - cpu0
 	n := float64(b.N)
 	// The process's CPU for a direct call and a proxied one, quiver's
 	// background work (the ledger's flush) included: what a change to

@@ -1,15 +1,15 @@
 //go:build unix
 
-package proxy
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is this process's user and system CPU time so far: on a shared
-// machine, wall time measures the neighbours too.
-func cpuTime() time.Duration {
+// Process is this process's user and system CPU time so far, or 0 where
+// it cannot be read.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
