@@ -216,12 +216,12 @@ func TestPathShapes(t *testing.T) {
 	// is not a path.
 	for _, v := range []string{"./x", "outside/canary.txt", "sub/../../x", `sub\x`, "..", "a/..",
 		"outside/canary file.txt", "outside/My Documents/x", "a b/c", "fenced/x://../../outside/canary.txt",
-		"x y://../outside", "https://example.com/../../outside"} {
+		"x y://../outside", "https://example.com/../../outside", "1/2", "2024/01/02"} {
 		if d := g.Evaluate(ctx, call(noBases, `{"q":`+js(v)+`}`)); d.Verdict == Allow {
 			t.Errorf("ESCAPE: %q under an unknown name, no bases: allowed (%s)", v, d.Code)
 		}
 	}
-	for _, v := range []string{"1/2", "2024/01/02", "hello", "hello world", "https://example.com/a/b", "test://static/resource/1"} {
+	for _, v := range []string{"hello", "hello world", "https://example.com/a/b", "test://static/resource/1"} {
 		if d := g.Evaluate(ctx, call(noBases, `{"q":`+js(v)+`}`)); d.Verdict != Allow {
 			t.Errorf("%q is not a path: %s %s", v, d.Code, d.Reason)
 		}

@@ -23,8 +23,8 @@ func TestPathShapeByBeginningNotContent(t *testing.T) {
 		"test://static/resource/1":            false,
 		"git+ssh://host/repo.git":             false,
 		"hello world":                         false,
-		"1/2":                                 false,
-		"2024/01/02":                          false,
+		"1/2":                                 true, // digits name folders too (red team 3)
+		"2024/01/02":                          true,
 		"line one/a\nline two/b":              false, // several lines: content
 		"/":                                   false,
 	} {

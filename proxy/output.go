@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -481,4 +483,58 @@ func redactValue(v any, redact func(string) string) (any, bool) {
 		return out, changed
 	}
 	return v, false
+}
+
+// fitParams brings a notification's params within budget by leaving out,
+// from the end, what its largest containers hold: array items in order,
+// object members in key order. Small fields (a level, a logger's name, a
+// progress token) are kept whole.
+func fitParams(obj map[string]any, budget int) {
+	keys := slices.Sorted(maps.Keys(obj))
+	slices.SortStableFunc(keys, func(a, b string) int { return jsonSize(obj[b]) - jsonSize(obj[a]) })
+	for _, k := range keys {
+		size := jsonSize(obj)
+		if size <= budget {
+			return
+		}
+		if k == "_meta" {
+			continue
+		}
+		obj[k] = fitValue(obj[k], jsonSize(obj[k])-(size-budget))
+	}
+}
+
+// fitValue returns v with what does not fit in budget bytes left out:
+// the items of an array from its end, the members of an object in key
+// order; a scalar is returned as it is.
+func fitValue(v any, budget int) any {
+	if jsonSize(v) <= budget {
+		return v
+	}
+	used := 2 // the brackets
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, it := range x {
+			n := jsonSize(it) + 1
+			if used+n > budget {
+				break
+			}
+			out = append(out, it)
+			used += n
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			n := jsonLen(k) + 1 + jsonSize(x[k]) + 1
+			if used+n > budget {
+				continue
+			}
+			out[k] = x[k]
+			used += n
+		}
+		return out
+	}
+	return v
 }

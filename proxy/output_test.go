@@ -293,3 +293,38 @@ func TestExitLeavesOutSmallParts(t *testing.T) {
 		})
 	}
 }
+
+// TestExitFitsNotificationsOfManySmallParts: a notification has no item
+// long enough to cut, yet 40,000 short log records in one
+// notifications/message are far over the bound (red team 3). What does
+// not fit is left out, the small fields are kept, and the cut is marked.
+func TestExitFitsNotificationsOfManySmallParts(t *testing.T) {
+	const limit = 16 << 10
+	x := testExit(limit)
+	records := make([]any, 40_000)
+	fields := map[string]any{}
+	for i := range records {
+		records[i] = fmt.Sprintf("r%d", i)
+		fields[fmt.Sprintf("k%05d", i)] = i
+	}
+	for name, data := range map[string]any{"array": records, "object": fields} {
+		t.Run(name, func(t *testing.T) {
+			msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/message",
+				"params": map[string]any{"level": "info", "logger": "mini", "data": data}})
+			out := x.message(msg)
+			if len(out) > limit+boundSlack {
+				t.Fatalf("%d bytes sent, bound %d", len(out), limit)
+			}
+			var n struct {
+				Params map[string]json.RawMessage
+			}
+			if err := json.Unmarshal(out, &n); err != nil {
+				t.Fatal(err)
+			}
+			if string(n.Params["level"]) != `"info"` || string(n.Params["logger"]) != `"mini"` ||
+				!strings.Contains(string(n.Params["_meta"]), `"quiver/truncated":true`) || len(n.Params["data"]) < limit/2 {
+				t.Fatalf("sent %.300s", out)
+			}
+		})
+	}
+}
