@@ -338,12 +338,27 @@ func (m *mirror) forwardSubscribe(ctx context.Context, uri string, on bool) erro
 }
 
 // resubscribe renews, after srv restarted, the subscriptions quiver holds.
+// A renewal is a request that reaches the server like any other, so it
+// comes in through the entrance: judged by the gate as it stands now
+// (switches, activities, the fence), without a session's grants, and
+// recorded (red team 3: a server switched off after the subscribe got it
+// again when it restarted).
 func (m *mirror) resubscribe(srv string) {
 	for _, uri := range m.s.relay.subscribed() {
-		if owner, _, err := m.resolve(uri); err == nil && owner == srv {
-			if err := m.forwardSubscribe(context.Background(), uri, true); err != nil {
-				m.s.log.Warn("resubscribe failed", "server", srv, "uri", uri, "err", err)
-			}
+		owner, orig, err := m.resolve(uri)
+		if err != nil || owner != srv {
+			continue
+		}
+		ctx := context.Background()
+		done, err := m.s.enter(ctx, srv, opSubscribe, m.resourceArgs(srv, orig), false)
+		if err != nil {
+			m.s.log.Warn("subscription not renewed: the gate refuses it now", "server", srv, "uri", uri, "err", err)
+			continue
+		}
+		err = m.forwardSubscribe(ctx, uri, true)
+		done(err)
+		if err != nil {
+			m.s.log.Warn("resubscribe failed", "server", srv, "uri", uri, "err", err)
 		}
 	}
 }
