@@ -51,6 +51,12 @@ const boundSlack = 1 << 10
 func (x exit) message(msg []byte) []byte {
 	msg = spliced(msg)
 	set := x.settings()
+	return joinedRedact(x.strings(msg, set), set.cfg.Secrets)
+}
+
+// strings is message's work string by string: each string and key
+// redacted alone, and the message bounded.
+func (x exit) strings(msg []byte, set *settings) []byte {
 	secrets, redact, limit := set.cfg.Secrets, set.redact.Redact, set.cfg.Surface.MaxResultBytes
 	big := limit > 0 && len(msg) > limit+boundSlack
 	if !big && clean(msg, secrets, redact) {
