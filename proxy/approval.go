@@ -311,10 +311,22 @@ func (v reqView) decided(ctx context.Context, call gate.Call, d gate.Decision, c
 	if a == answerSession && !ss.ephemeral {
 		lifetime = gate.ForSession
 	}
+	// The paths are judged again holding the path lock, and it stays held
+	// until the server answers (pathlock.go): a move made through quiver
+	// while the person was asked is seen by this judgement, and none can
+	// land between it and the server's open (red team 3).
+	v.paths.retake()
 	if s.ledger == nil {
-		// Nothing to record a grant in: this call, once.
-		d.Verdict, d.Code = gate.Allow, gate.CodeAllowApproval
-		return d
+		// Nothing to record a grant in: this call, once, if its paths
+		// still lead where the person was shown.
+		again := v.gate.Evaluate(ctx, call)
+		// The digest covers where the paths resolve.
+		if again.Verdict == gate.Ask && again.Digest == d.Digest {
+			again.Verdict, again.Code = gate.Allow, gate.CodeAllowApproval
+		} else if again.Verdict == gate.Ask {
+			return deny(gate.CodeApprovalDenied, fmt.Sprintf("The paths of %s lead elsewhere than when the user approved it; it did not run. Call it again to ask the user about where they lead now.", call.Name))
+		}
+		return again
 	}
 	s.resolve(ctx, pending, true, lifetime)
 	_ = s.ledger.RecordApproval(ctx, callID, string(lifetime))

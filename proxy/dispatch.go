@@ -61,7 +61,7 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 	if d.Verdict != gate.Allow || input != nil || len(d.Resolved) == 0 {
 		v.paths.release() // no path of this call was judged, or it does not run
 	} else {
-		v.paths.retake() // after an approval it was given back
+		v.paths.retake() // a no-op: an approved call retook it before it was judged again (approval.go decided)
 	}
 	if input != nil {
 		return input // the approval card, as an input request

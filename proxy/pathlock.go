@@ -52,8 +52,9 @@ func (h *pathHold) take() {
 	h.mu.Unlock()
 }
 
-// retake takes the lock again when it was given back (an approved call,
-// before it is forwarded).
+// retake takes the lock again when it was given back: an approved call
+// takes it before its paths are judged again, so that nothing moves
+// between that judgement and the server's open (red team 3).
 func (h *pathHold) retake() {
 	if h != nil && !h.holding() {
 		h.take()
