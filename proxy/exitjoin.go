@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/quiver-mcp/quiver/registry"
@@ -185,6 +187,11 @@ func valueText(msg []byte, start, end int, esc bool) string {
 	if !esc {
 		return string(msg[start+1 : end-1])
 	}
+	// Go's escapes are JSON's but for \/ and surrogate pairs, where
+	// Unquote fails and encoding/json decodes it.
+	if s, err := strconv.Unquote(string(msg[start:end])); err == nil {
+		return s
+	}
 	var s string
 	if json.Unmarshal(msg[start:end], &s) != nil {
 		return ""
@@ -199,20 +206,29 @@ func valueText(msg []byte, start, end int, esc bool) string {
 func eachValue(msg []byte, f func(start, end int, esc bool, key []byte) bool) {
 	var key []byte
 	for i := 0; i < len(msg); i++ {
-		if msg[i] != '"' {
-			continue
-		}
-		start, esc := i, false
-		for i++; i < len(msg) && msg[i] != '"'; i++ {
-			if msg[i] == '\\' {
-				esc = true
-				i++
-			}
-		}
-		if i >= len(msg) {
+		q := bytes.IndexByte(msg[i:], '"')
+		if q < 0 {
 			return
 		}
+		start := i + q
+		// The closing quote: the first not escaped (an even run of
+		// backslashes before it).
+		for i = start + 1; ; i++ {
+			q := bytes.IndexByte(msg[i:], '"')
+			if q < 0 {
+				return
+			}
+			i += q
+			n := 0
+			for n < i-start-1 && msg[i-1-n] == '\\' {
+				n++
+			}
+			if n%2 == 0 {
+				break
+			}
+		}
 		end := i + 1
+		esc := bytes.IndexByte(msg[start+1:i], '\\') >= 0
 		j := end
 		for j < len(msg) && (msg[j] == ' ' || msg[j] == '\n' || msg[j] == '\t' || msg[j] == '\r') {
 			j++

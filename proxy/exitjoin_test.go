@@ -16,6 +16,7 @@ func TestJoinedRedactSecretAcrossStrings(t *testing.T) {
 	for _, tc := range []struct{ name, msg, gone string }{
 		{"array", `{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"chunks":["RT_SECRET=rt3-sec","ret-abcdef\n"]}}}`, "ret-abcdef"},
 		{"three strings", `{"data":["x rt3-","secret-","abcdef y"]}`, "secret-"},
+		{"escaped quotes", `{"data":["say \"x\\\" rt3-secret-","abcdef\""]}`, "abcdef"},
 		{"escaped", `{"data":["a\nrt3-secret-a","bcdef\tz"]}`, "bcdef"},
 		{"text then resource", `{"content":[{"type":"text","text":"RT_SECRET=rt3-secr"},{"type":"resource","resource":{"uri":"log://out","mimeType":"text/plain","text":"et-abcdef\n"}}]}`, "et-abcdef"},
 	} {
