@@ -132,8 +132,21 @@ func (f swapFixture) race(t *testing.T, h *host, d time.Duration, reader string)
 	if out := toolresult.Text(h.call(reader, map[string]any{"path": filepath.Join(f.inside, "B", "x", "f.txt")})); strings.Contains(out, f.canary) {
 		t.Fatalf("control: reading through the link must be refused: %s", out)
 	}
+	return f.raceRead(h, d, reader, "f.txt")
+}
+
+// raceRead reads A/x/file with reader while the model's own move_file
+// calls keep swapping A and B, until the canary comes back or d is over.
+// The moves are sent without the test's t: they run on a goroutine of
+// their own, and one that fails is one swap fewer, not a failure.
+func (f swapFixture) raceRead(h *host, d time.Duration, reader, file string) (leaked string, reads int) {
 	move := func(from, to string) {
-		h.call("fs__move_file", map[string]any{"source": filepath.Join(f.inside, from), "destination": filepath.Join(f.inside, to)})
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "fs__move_file"
+		req.Params.Arguments = map[string]any{"source": filepath.Join(f.inside, from), "destination": filepath.Join(f.inside, to)}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		h.c.CallTool(ctx, req)
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -154,7 +167,7 @@ func (f swapFixture) race(t *testing.T, h *host, d time.Duration, reader string)
 	}()
 	for deadline := time.Now().Add(d); time.Now().Before(deadline) && leaked == ""; {
 		reads++
-		out := toolresult.Text(h.call(reader, map[string]any{"path": filepath.Join(f.inside, "A", "x", "f.txt")}))
+		out := toolresult.Text(h.call(reader, map[string]any{"path": filepath.Join(f.inside, "A", "x", file)}))
 		if strings.Contains(out, f.canary) {
 			leaked = out
 		}

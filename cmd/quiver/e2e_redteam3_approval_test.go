@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,7 +75,7 @@ fence:
 		t.Fatalf("control: reading quiver's servers.yaml through the link must be refused: %s", out)
 	}
 	f := swapFixture{inside: inside, canary: canary}
-	leaked, n := raceFile(h, f, 45*time.Second, "servers.yaml")
+	leaked, n := f.raceRead(h, 45*time.Second, "fs__read_text_file", "servers.yaml")
 	t.Logf("%d reads, %d cards", n, card.shown.Load())
 	if card.shown.Load() == 0 {
 		t.Fatalf("control: no card was shown")
@@ -84,45 +83,6 @@ fence:
 	if leaked != "" {
 		t.Errorf("an approved read of a harmless file outside the fence returned quiver's own servers.yaml (a protected file no approval reaches): a move_file swap landed between the approved call's re-evaluation and the retake of the path lock: %.300s", leaked)
 	}
-}
-
-// raceFile is swapFixture.race for a file name of one's choosing.
-func raceFile(h *host, f swapFixture, d time.Duration, file string) (leaked string, reads int) {
-	move := func(from, to string) {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "fs__move_file"
-		req.Params.Arguments = map[string]any{"source": filepath.Join(f.inside, from), "destination": filepath.Join(f.inside, to)}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		h.c.CallTool(ctx, req)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			move("A", "C")
-			move("B", "A")
-			move("A", "B")
-			move("C", "A")
-		}
-	}()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline) && leaked == ""; {
-		reads++
-		out := toolresult.Text(h.call("fs__read_text_file", map[string]any{"path": filepath.Join(f.inside, "A", "x", file)}))
-		if strings.Contains(out, f.canary) {
-			leaked = out
-		}
-	}
-	close(stop)
-	wg.Wait()
-	return leaked, reads
 }
 
 // TestRedTeam3LogNotificationManySmallParts: a notification is bounded at

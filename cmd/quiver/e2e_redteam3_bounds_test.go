@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +86,7 @@ servers:
 // a result of 40,000 one-character parts (about 1.5 MB) reaches the host
 // whole, far over surface.max_result_bytes.
 func TestRedTeam3PassThroughManySmallParts(t *testing.T) {
-	r, _ := startRT3Many(t), ""
+	r := startRT3Many(t)
 	t.Run("resources_read", func(t *testing.T) {
 		out, err := r.readResource("quiver://mini/rt3://many")
 		if err != nil && out.Result == nil {
@@ -115,24 +116,11 @@ func TestRedTeam3PassThroughManySmallParts(t *testing.T) {
 // one-character records (about 200 KB) reaches the host whole, over
 // surface.max_result_bytes.
 func TestRedTeam3LogNotificationManySmallParts(t *testing.T) {
-	r, _ := startRT3Many(t), ""
-	var mu sync.Mutex
+	r := startRT3Many(t)
 	biggest := 0
-	r.h.c.OnNotification(func(n mcp.JSONRPCNotification) {
-		b, _ := json.Marshal(n)
-		mu.Lock()
-		biggest = max(biggest, len(b))
-		mu.Unlock()
-	})
-	//lint:ignore SA1019 logging/setLevel is current for the 2025-11-25 host this test plays
-	if err := r.h.c.SetLevel(r.h.ctx(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
-		t.Fatalf("logging/setLevel: %v", err)
+	for _, n := range notificationsDuring(t, r, "mini__log_many", 700*time.Millisecond) {
+		biggest = max(biggest, len(n))
 	}
-	time.Sleep(300 * time.Millisecond)
-	r.h.call("mini__log_many", map[string]any{})
-	time.Sleep(700 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
 	if biggest == 0 {
 		t.Fatalf("control: no notification reached the host")
 	}
@@ -243,4 +231,28 @@ servers:
 	if count() > before {
 		t.Errorf("after tools.yaml switched sub__* off, quiver sent resources/subscribe to the restarted server without the gate")
 	}
+}
+
+// notificationsDuring collects, as sent, the notifications the host gets
+// at log level debug while tool runs, and for wait after it answers.
+func notificationsDuring(t *testing.T, r *hostileRig, tool string, wait time.Duration) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var notes []string
+	r.h.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		b, _ := json.Marshal(n)
+		mu.Lock()
+		notes = append(notes, string(b))
+		mu.Unlock()
+	})
+	//lint:ignore SA1019 logging/setLevel is current for the 2025-11-25 host this test plays
+	if err := r.h.c.SetLevel(r.h.ctx(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
+		t.Fatalf("logging/setLevel: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	r.h.call(tool, map[string]any{})
+	time.Sleep(wait)
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(notes)
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -152,23 +151,7 @@ func TestRedTeam3SecretSplitAcrossStructuredFields(t *testing.T) {
 // across two.
 func TestRedTeam3SecretSplitInLogNotification(t *testing.T) {
 	r, secret := startRT3Secrets(t)
-	var mu sync.Mutex
-	var notes []string
-	r.h.c.OnNotification(func(n mcp.JSONRPCNotification) {
-		b, _ := json.Marshal(n)
-		mu.Lock()
-		notes = append(notes, string(b))
-		mu.Unlock()
-	})
-	//lint:ignore SA1019 logging/setLevel is current for the 2025-11-25 host this test plays
-	if err := r.h.c.SetLevel(r.h.ctx(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
-		t.Fatalf("logging/setLevel: %v", err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	r.h.call("mini__log_chunks", map[string]any{})
-	time.Sleep(500 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
+	notes := notificationsDuring(t, r, "mini__log_chunks", 500*time.Millisecond)
 	seen := false
 	for _, n := range notes {
 		if !strings.Contains(n, "RT_SECRET=") {
