@@ -52,21 +52,8 @@ func init() {
 // whole, far over surface.max_result_bytes. The bound is on the whole
 // result: items are left out from the end, and the notice says so.
 func TestRedTeam2ManySmallPartsUnbounded(t *testing.T) {
-	self := testBinary(t)
 	const limit = 64 << 10
-	h, rec, _ := launch{
-		cfg: fmt.Sprintf(`
-surface:
-  reveal: direct
-  max_result_bytes: %d
-servers:
-  mini:
-    command: %q
-    env: {%s: "1"}
-%s`, limit, self, rtOutputEnv, allowAll),
-	}.start(t)
-	h.waitTools("mini__many_small")
-	r := &hostileRig{h: h, rec: rec}
+	r := startMini(t, rtOutputEnv, limit, "", nil, "mini__many_small")
 	out := r.callRaw("mini__many_small", map[string]any{})
 	if out.Result == nil {
 		t.Fatalf("control: no result: %s", out.text())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,20 +64,32 @@ func init() {
 
 func startRT3Many(t *testing.T) *hostileRig {
 	t.Helper()
-	self := testBinary(t)
-	h, rec, _ := launch{
-		cfg: fmt.Sprintf(`
+	return startMini(t, rt3ManyEnv, rt3Limit, "", testWriter{t}, "mini__log_many")
+}
+
+// startMini starts quiver on one server, "mini": the test binary made the
+// server miniEnv names, with results bounded at limit. A secret, when
+// given, is passed to it as RT_SECRET by ${RT_SECRET}, so quiver knows it
+// as a secret; stderr (nil for the default) takes quiver's log.
+func startMini(t *testing.T, miniEnv string, limit int, secret string, stderr io.Writer, tools ...string) *hostileRig {
+	t.Helper()
+	l := launch{stderr: stderr}
+	passed := ""
+	if secret != "" {
+		passed = `, RT_SECRET: "${RT_SECRET}"`
+		l.env = []string{"RT_SECRET=" + secret}
+	}
+	l.cfg = fmt.Sprintf(`
 surface:
   reveal: direct
   max_result_bytes: %d
 servers:
   mini:
     command: %q
-    env: {%s: "1"}
-%s`, rt3Limit, self, rt3ManyEnv, allowAll),
-		stderr: testWriter{t},
-	}.start(t)
-	h.waitTools("mini__log_many")
+    env: {%s: "1"%s}
+%s`, limit, testBinary(t), miniEnv, passed, allowAll)
+	h, rec, _ := l.start(t)
+	h.waitTools(tools...)
 	return &hostileRig{h: h, rec: rec}
 }
 

@@ -88,23 +88,10 @@ func startRT3Secrets(t *testing.T) (*hostileRig, string) {
 func startRT3SecretsLog(t *testing.T) (*hostileRig, string, *syncBuffer) {
 	t.Helper()
 	log := &syncBuffer{}
-	self := testBinary(t)
 	secret := "rt3-secret-" + randomWord(t)
-	h, rec, _ := launch{
-		cfg: fmt.Sprintf(`
-surface:
-  reveal: direct
-  max_result_bytes: %d
-servers:
-  mini:
-    command: %q
-    env: {%s: "1", RT_SECRET: "${RT_SECRET}"}
-%s`, rt3SecretsLimit, self, rt3SecretsEnv, allowAll),
-		env:    []string{"RT_SECRET=" + secret},
-		stderr: io.MultiWriter(testWriter{t}, log),
-	}.start(t)
-	h.waitTools("mini__split_into_resource", "mini__split_structured", "mini__log_chunks", "mini__stderr_lines")
-	return &hostileRig{h: h, rec: rec}, secret, log
+	r := startMini(t, rt3SecretsEnv, rt3SecretsLimit, secret, io.MultiWriter(testWriter{t}, log),
+		"mini__split_into_resource", "mini__split_structured", "mini__log_chunks", "mini__stderr_lines")
+	return r, secret, log
 }
 
 // rt3ShownJoined is every string of the answer as the host reads it, joined
