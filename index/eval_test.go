@@ -22,10 +22,10 @@ package index
 //
 //	R@1, R@5    the primary is the first hit / among the first five
 //	MRR@10      mean reciprocal rank of the primary within ten hits
-//	in answer   the primary is named in the answer search_tools gives (five
-//	            hits, then the compact "More in <server>:" and "Also near:"
-//	            lists)
-//	bytes       the answer's size, p50/p95
+//	in answer   the primary is named anywhere in the text search_tools
+//	            answers with (AnswerFor: builtin's own answer)
+//	bytes       that text's size, p50/p95, schemas of the bound tools
+//	            included as the proxy's default surface sends them
 //	weak        share of answerable queries flagged Weak (wrongly), and of
 //	            "none" queries flagged Weak (rightly)
 
@@ -70,10 +70,9 @@ const answerHits = 5
 // outcome is what one search gave, as the evaluation sees it.
 type outcome struct {
 	names   []string // ranked exposed names, up to 10
-	named   []string // every exposed name the answer names: 5 hits and the servers' lists
+	text    string   // the answer's text
 	srvs    []string // the servers the answer lists more tools of, with how many
 	servers []string // the servers the answer lists more tools of
-	bytes   int      // the answer's size
 	weak    bool
 }
 
@@ -94,7 +93,7 @@ func (s *evalStats) add(o outcome, q evalQuery) {
 	if o.weak {
 		s.weak++
 	}
-	s.sizes = append(s.sizes, o.bytes)
+	s.sizes = append(s.sizes, len(o.text))
 	for i, n := range o.names {
 		if i >= 10 {
 			break
@@ -109,11 +108,8 @@ func (s *evalStats) add(o outcome, q evalQuery) {
 			s.mrr += 1 / float64(i+1)
 		}
 	}
-	for _, n := range o.named {
-		if n == q.Primary {
-			s.inAnswer++
-			break
-		}
+	if namedIn(o.text, q.Primary) {
+		s.inAnswer++
 	}
 	for _, sv := range o.servers {
 		if strings.HasPrefix(q.Primary, sv+"__") {
@@ -171,10 +167,7 @@ func evaluate(t testing.TB, qs []evalQuery, f searchFunc, misses bool) map[strin
 					rank = fmt.Sprint(i + 1)
 				}
 			}
-			in := false
-			for _, n := range o.named {
-				in = in || n == q.Primary
-			}
+			in := namedIn(o.text, q.Primary)
 			top := o.names[:min(3, len(o.names))]
 			t.Logf("miss %s [%s] rank %s inAnswer=%v weak=%v %q want %s got %v servers %v", q.ID, q.Style, rank, in, o.weak, q.Query, q.Primary, top, o.srvs)
 		}
@@ -201,79 +194,43 @@ func quiverSearch(ix *Index) searchFunc {
 		if err != nil {
 			return outcome{}, err
 		}
-		for _, h := range shown.Hits {
-			o.named = append(o.named, h.Entry.Name)
-		}
 		for _, s := range shown.Servers {
-			o.named = append(o.named, s.More...)
 			o.srvs = append(o.srvs, fmt.Sprintf("%s(%d)", s.Name, len(s.More)))
 			o.servers = append(o.servers, s.Name)
 		}
-		o.named = append(o.named, shown.Also...)
-		o.bytes = len(answerText(text, shown))
+		o.text = AnswerFor(ix, text)
 		return o, nil
 	}
 }
 
-// answerText is the text search_tools answers with, line for line as
-// builtin/search.go writes it for an MCP client without schemas (the
-// proxy's case). builtin's TestAnswerOnCatalog measures the real one.
-func answerText(query string, res Result) string {
-	var sb strings.Builder
-	if len(res.Hits) == 0 {
-		fmt.Fprintf(&sb, "No tools match %q. Nothing was bound; try other words.", query)
-		return sb.String()
-	}
-	if res.Weak {
-		fmt.Fprintf(&sb, "Nothing matched %q well; the nearest tools are below. If none fits, no connected server can do this.\n", query)
-	} else {
-		fmt.Fprintf(&sb, "Matches for %q:\n", query)
-	}
-	var bound []string
-	for _, h := range res.Hits {
-		fmt.Fprintf(&sb, "- %s [%s] — %s\n", h.Entry.Name, h.Entry.Kind, firstSentence(h.Entry.Description, 160))
-		bound = append(bound, h.Entry.Name)
-	}
-	listed := false
-	for _, s := range res.Servers {
-		if len(s.More) == 0 {
-			continue
-		}
-		listed = true
-		short := make([]string, len(s.More))
-		for i, n := range s.More {
-			short[i] = strings.TrimPrefix(n, s.Name+"__")
-		}
-		fmt.Fprintf(&sb, "More in %s: %s", s.Name, strings.Join(short, ", "))
-		if s.Rest > 0 {
-			sb.WriteString(", …")
-		}
-		sb.WriteByte('\n')
-	}
-	if len(res.Also) > 0 {
-		listed = true
-		fmt.Fprintf(&sb, "Also near: %s\n", strings.Join(res.Also, ", "))
-	}
-	if listed {
-		sb.WriteString("(Tools named after \"More in\" or \"Also near\" are not bound: search one's exact name to bind it.)\n")
-	}
-	fmt.Fprintf(&sb, "Bound for your next step: %s", strings.Join(bound, ", "))
-	return sb.String()
-}
+// AnswerFor renders the answer search_tools gives for query over ix, text
+// as the model reads it, with the bound tools' schemas as the proxy's
+// default surface (reveal auto) sends them. answer_test.go (package
+// index_test, which may import builtin) sets it before any test runs: the
+// evaluation measures the real answer, not a copy of its code.
+var AnswerFor func(ix *Index, query string) string
 
-// firstSentence is builtin's cut of a description for an answer line.
-func firstSentence(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	for i := 0; i+1 < len(s); i++ {
-		if s[i] == '.' && s[i+1] == ' ' && i >= 10 {
-			s = s[:i+1]
-			break
+// namedIn reports whether an answer's text names the exposed name: whole,
+// or as its tool part after its server's label ("More in github: a, b",
+// "github: a, b; gitlab: c").
+func namedIn(text, name string) bool {
+	server, tool, _ := strings.Cut(name, "__")
+	for _, line := range strings.Split(text, "\n") {
+		label := ""
+		for _, tok := range strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ',' || r == ';' || r == '(' || r == ')' }) {
+			if tok == name {
+				return true
+			}
+			if l, ok := strings.CutSuffix(tok, ":"); ok {
+				label = l
+				continue
+			}
+			if label == server && strings.TrimRight(tok, ".…") == tool {
+				return true
+			}
 		}
 	}
-	if len(s) <= max {
-		return s
-	}
-	return s[:max-3] + "…"
+	return false
 }
 
 // baselineIndex is plain bluge as a project would start: the standard
@@ -340,7 +297,7 @@ func (b *baselineIndex) searchFunc() searchFunc {
 	return func(text string) (outcome, error) {
 		names, err := b.search(text, 10)
 		shown := names[:min(answerHits, len(names))]
-		return outcome{names: names, named: shown, bytes: len(strings.Join(shown, "\n"))}, err
+		return outcome{names: names, text: strings.Join(shown, "\n")}, err
 	}
 }
 
