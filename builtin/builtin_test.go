@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -59,8 +60,8 @@ func TestSearchAnswer(t *testing.T) {
 		"- search_tools [core] — Search every tool.\n" +
 		"- howto [skill] — How to. (read it with read_file {\"path\": \"quiver://skills/howto.md\"})\n" +
 		"Bound for your next step: lint__lint_nextflow\n" +
-		"Input schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):\n" +
-		"lint__lint_nextflow: {\"type\":\"object\"}"
+		"Input schemas (* required; {\"describe\": name} gives one in full):\n" +
+		"lint__lint_nextflow()"
 	if got := text(res); got != want {
 		t.Fatalf("answer:\n%s\nwant:\n%s", got, want)
 	}
@@ -104,6 +105,7 @@ func TestSearchRefusesBadArguments(t *testing.T) {
 		{"bad_kind", `{"query":"x","kind":"tools"}`, `kind "tools"`},
 		{"limit_too_big", `{"query":"x","limit":50}`, "1 to 10"},
 		{"not_an_object", `["x"]`, "wrong type"},
+		{"describe_with_query", `{"describe":"a__b","query":"x"}`, "describe takes a tool's exact name alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := Search(context.Background(), &fakeSearcher{}, &fakeBinder{}, nil, json.RawMessage(tc.args))
@@ -233,23 +235,36 @@ func TestRequestCapabilityChecksBeforeAsking(t *testing.T) {
 	}
 }
 
-// TestSearchAnswerStaysSmall: past the schema budget a bound tool gets its
-// parameters in one line, not its whole schema.
-func TestSearchAnswerStaysSmall(t *testing.T) {
+// TestSearchAnswerParametersInOneLine: a bound tool's schema is one line
+// of parameters (required first, starred; short enums as their values;
+// an array as its items' type), the best hit's in more room than the
+// others', never the whole schema, which describe gives.
+func TestSearchAnswerParametersInOneLine(t *testing.T) {
 	long := strings.Repeat("a very long description of this parameter ", 100)
-	big := json.RawMessage(`{"type":"object","properties":{"parent":{"type":"object","description":"` + long + `"},"title":{"type":"string"},"tags":{"type":["array","null"]}},"required":["title","parent"]}`)
+	var props []string
+	for i := range 30 {
+		props = append(props, fmt.Sprintf(`"option_number_%02d":{"type":"string"}`, i))
+	}
+	big := json.RawMessage(`{"type":"object","properties":{"parent":{"type":"object","description":"` + long + `"},"title":{"type":"string"},` +
+		`"mode":{"type":"string","enum":["fast","slow"]},"tags":{"type":"array","items":{"type":"string"}},` + strings.Join(props, ",") + `},"required":["title","parent"]}`)
 	s := &fakeSearcher{res: index.Result{Hits: []index.Hit{
 		hit("notion__create_page", index.KindMCP, "Create a page."),
 		hit("notion__update_page", index.KindMCP, "Update a page."),
 	}}}
 	got := text(Search(context.Background(), s, &fakeBinder{}, schemas{"notion__create_page": big, "notion__update_page": big}, json.RawMessage(`{"query":"notion page"}`)))
-	if !strings.Contains(got, "notion__create_page: {") {
-		t.Errorf("the first bound tool's schema must be there in full:\n%.300s", got)
+	lines := strings.Split(got, "\n")
+	top, other := lines[len(lines)-2], lines[len(lines)-1]
+	if !strings.HasPrefix(top, "notion__create_page(parent*: object, title*: string, mode: fast|slow, option_number_00: string, ") ||
+		!strings.HasSuffix(top, " more)") || len(top) > len("notion__create_page")+maxTopSignatureBytes+20 {
+		t.Errorf("the best hit's line:\n%s", top)
 	}
-	if !strings.Contains(got, "notion__update_page: parameters (parent*: object, title*: string, tags: array|null) (full schema left out for size)") {
-		t.Errorf("the second must be one line of parameters:\n%s", got[strings.LastIndex(got, "\n"):])
+	if !strings.HasPrefix(other, "notion__update_page(parent*: object, title*: string, mode: fast|slow, ") || len(other) > len("notion__update_page")+maxSignatureBytes+20 {
+		t.Errorf("another bound tool's line:\n%s", other)
 	}
-	if len(got) > 2*maxAnswerSchemaBytes+len(big) {
-		t.Errorf("answer is %d bytes", len(got))
+	if strings.Contains(got, "a very long description") || strings.Contains(got, `"properties"`) {
+		t.Errorf("a schema went in whole:\n%s", got)
+	}
+	if sig := signature(json.RawMessage(`{"properties":{"tags":{"type":"array","items":{"type":"string"}},"n":{"type":["integer","null"]}}}`), 100); sig != "(n: integer|null, tags: string[])" {
+		t.Errorf("signature = %s", sig)
 	}
 }

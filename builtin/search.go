@@ -67,16 +67,18 @@ type PendingServer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// SearchArgs are search_tools' arguments.
+// SearchArgs are search_tools' arguments: a query (within a server when
+// Server is set), a server alone (its tools listed), or a tool to describe.
 type SearchArgs struct {
-	Query  string `json:"query"`
-	Kind   string `json:"kind"`
-	Server string `json:"server"` // only this server's tools; "" for all
-	Limit  int    `json:"limit"`
+	Query    string `json:"query"`
+	Kind     string `json:"kind"`
+	Server   string `json:"server"` // only this server's tools; "" for all
+	Limit    int    `json:"limit"`
+	Describe string `json:"describe"` // a tool's exact name: its full description and schema
 }
 
 // maxDescription bounds each hit's line so an answer stays small.
-const maxDescription = 160
+const maxDescription = 120
 
 // Search runs search_tools. schemas may be nil (no schemas in the answer).
 // It is SearchTool without slash gates or a loop guard.
@@ -92,16 +94,24 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	var args SearchArgs
 	if err := decodeArgs(raw, &args); err != nil {
 		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
-			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"server\": \"a server's name\", \"limit\": 1-10}; %s.", plain(err)))
+			"search_tools takes {\"query\": \"what you need\", \"kind\": \"any|tool|core|mcp|skill|reference\", \"server\": \"a server's name\", \"limit\": 1-10}, or {\"describe\": \"a tool's exact name\"}; %s.", plain(err)))
 	}
 	args.Query = strings.TrimSpace(args.Query)
-	if args.Query == "" {
+	args.Server = strings.TrimSpace(args.Server)
+	args.Describe = strings.TrimSpace(args.Describe)
+	switch {
+	case args.Describe != "" && (args.Query != "" || args.Server != ""):
+		return Refusal(gate.CodeArgsInvalid, `describe takes a tool's exact name alone, e.g. {"describe": "github__create_issue"}; send a query in another search.`)
+	case args.Query == "" && args.Describe == "" && args.Server == "":
 		return Refusal(gate.CodeArgsInvalid, `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
 	}
 	if n := utf8.RuneCountInString(args.Query); n > maxQuery {
 		// A query is a few words; a megabyte of them cost seconds of
 		// search (red team: 1 MB, 13 s of CPU).
 		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("the query is %d characters long; say in a few words (at most %d characters) what you need.", n, maxQuery))
+	}
+	if n := utf8.RuneCountInString(args.Describe); n > maxQuery {
+		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("describe takes a tool's exact name, not %d characters.", n))
 	}
 	kinds, ok := KindsFor(args.Kind)
 	if !ok {
@@ -110,39 +120,63 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if args.Limit < 0 || args.Limit > 10 {
 		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf("limit %d is out of range; use 1 to 10 (default 5).", args.Limit))
 	}
-	args.Server = strings.TrimSpace(args.Server)
 	scope := args.Kind
 	if args.Server != "" {
 		scope += "@" + args.Server // the same words in another server are another search
 	}
-	key := searchKey(args.Query, scope)
-	if res := st.guard(key, args.Query); res != nil {
+	words := args.Query
+	switch {
+	case args.Describe != "":
+		scope, words = "describe", args.Describe
+	case args.Query == "":
+		scope = "list@" + args.Server
+	}
+	key := searchKey(words, scope)
+	if res := st.guard(key, words); res != nil {
 		return res
 	}
-	res, err := st.Index.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Server: args.Server, Limit: args.Limit})
+	switch {
+	case args.Describe != "":
+		return st.describe(ctx, key, args.Describe, kinds)
+	case args.Query == "":
+		return st.list(ctx, key, args.Server, kinds)
+	}
+	res, err := st.Index.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Server: args.Server, Limit: args.Limit,
+		Room: st.room(args.Query, len(st.Pending) > 0)})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
-		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
-			"no connected server is named %q; search without \"server\", or use a name a search answer gives after \"More in\".", args.Server))
+		return noServer(args.Server)
 	}
+	return st.answer(ctx, key, args.Query, args.Server, kinds, res)
+}
 
-	gate := func(name string) (string, bool) {
-		if st.Slash == nil {
-			return "", false
-		}
-		return st.Slash.SlashFor(name)
+func noServer(name string) *mcp.CallToolResult {
+	return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
+		"no connected server is named %q; search without \"server\", or use a server's name as a search answer gives it (\"github: ...\").", name))
+}
+
+// slashFor says whether a tool runs only through a slash command.
+func (st SearchTool) slashFor(name string) (string, bool) {
+	if st.Slash == nil {
+		return "", false
 	}
+	return st.Slash.SlashFor(name)
+}
+
+// bind binds the hits that may be bound and remembers them for the loop
+// guard.
+func (st SearchTool) bind(key string, hits []index.Hit, weak bool) []string {
 	var bindable []string
-	for _, h := range res.Hits {
-		if _, gated := gate(h.Entry.Name); h.Entry.Kind == index.KindMCP && !gated {
+	for _, h := range hits {
+		if _, gated := st.slashFor(h.Entry.Name); h.Entry.Kind == index.KindMCP && !gated {
 			bindable = append(bindable, h.Entry.Name)
 		}
 	}
 	bound := []string{}
 	if len(bindable) > 0 {
-		bound = st.Binder.Bind(bindable, res.Weak)
+		bound = st.Binder.Bind(bindable, weak)
 	}
 	if slices.ContainsFunc(st.Pending, func(p PendingServer) bool { return p.State == "starting" }) {
 		// The answer says "search again in a moment" while servers start:
@@ -151,114 +185,250 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	} else {
 		st.remember(key, bound)
 	}
+	return bound
+}
 
+// answerBytes is what a search answer's text may take, all told: the
+// hits, what was bound and their parameters come first, and the names past
+// the hits fill the rest, the likeliest first (index.Query.Room).
+const answerBytes = 3800
+
+// room is the index's Query.Room for a search's answer: what is left of
+// answerBytes once the answer holds hits, rendered as answer renders them.
+func (st SearchTool) room(query string, pending bool) func([]index.Hit) int {
+	return func(hits []index.Hit) int {
+		lines, _, _ := st.hitLines(hits)
+		var bindable []string
+		for _, h := range hits {
+			if _, gated := st.slashFor(h.Entry.Name); h.Entry.Kind == index.KindMCP && !gated {
+				bindable = append(bindable, h.Entry.Name)
+			}
+		}
+		sch, _ := st.schemaLines(bindable)
+		used := len(weakHead(query, pending)) + len(lines) + len(boundLine(bindable)) + len(sch) + len(unboundNote)
+		if len(st.Pending) > 0 {
+			used += 1 + len(pendingNote(st.Pending))
+		}
+		return max(0, answerBytes-used)
+	}
+}
+
+// weakHead is the first line of an answer whose hits are poor matches.
+func weakHead(query string, pending bool) string {
+	if pending {
+		return fmt.Sprintf("Nothing matched %q well; the nearest tools are below.\n", query)
+	}
+	return fmt.Sprintf("Nothing matched %q well; the nearest tools are below. If none fits, no connected server can do this.\n", query)
+}
+
+// hitLines are an answer's hits, one line each, with their structured
+// form and the names of the slash-gated ones.
+func (st SearchTool) hitLines(hits []index.Hit) (string, []map[string]any, []string) {
 	var text strings.Builder
-	hits := make([]map[string]any, 0, len(res.Hits))
+	out := make([]map[string]any, 0, len(hits))
+	var gated []string
+	for _, h := range hits {
+		desc := firstSentence(h.Entry.Description, maxDescription)
+		hit := map[string]any{"name": h.Entry.Name, "kind": string(h.Entry.Kind), "description": desc, "score": round(h.Score)}
+		fmt.Fprintf(&text, "- %s [%s]", h.Entry.Name, h.Entry.Kind)
+		if slash, ok := st.slashFor(h.Entry.Name); ok {
+			fmt.Fprintf(&text, " [slash: /%s]", slash)
+			hit["slash"] = slash
+			gated = append(gated, h.Entry.Name)
+		}
+		fmt.Fprintf(&text, " — %s", desc)
+		if h.Entry.Path != "" {
+			fmt.Fprintf(&text, " (read it with read_file {\"path\": %q})", h.Entry.Path)
+			hit["path"] = h.Entry.Path
+		}
+		text.WriteByte('\n')
+		out = append(out, hit)
+	}
+	return text.String(), out, gated
+}
+
+func boundLine(bound []string) string {
+	if len(bound) == 0 {
+		return "Nothing was bound."
+	}
+	return "Bound for your next step: " + strings.Join(bound, ", ")
+}
+
+// schemaLines are the bound tools' parameters, one line each: the first
+// (the best hit's) in up to maxTopSignatureBytes, the others in up to
+// maxSignatureBytes. Empty without a schema source.
+func (st SearchTool) schemaLines(bound []string) (string, map[string]string) {
+	if st.Schemas == nil || len(bound) == 0 {
+		return "", nil
+	}
+	var text strings.Builder
+	text.WriteString("\nInput schemas (* required; {\"describe\": name} gives one in full):")
+	params := map[string]string{}
+	for k, name := range bound {
+		sch, ok := st.Schemas.InputSchema(name)
+		if !ok {
+			continue
+		}
+		limit := maxSignatureBytes
+		if k == 0 {
+			limit = maxTopSignatureBytes
+		}
+		sig := signature(sch, limit)
+		params[name] = sig
+		fmt.Fprintf(&text, "\n%s%s", name, sig)
+	}
+	return text.String(), params
+}
+
+// answer is a search's answer. Every byte is to earn its place, so it is
+// laid out by what the next step needs (docs/ARCHITECTURE.md, "Search
+// answers"): the hits, one line each; the likeliest other names, chosen by
+// the index by score to fill what answerBytes leaves, grouped by server;
+// what was bound; the bound tools' parameters, one line each. A tool's
+// full schema and a server's whole tool list are one request away
+// (describe; server without a query).
+func (st SearchTool) answer(_ context.Context, key, query, server string, kinds []index.Kind, res index.Result) *mcp.CallToolResult {
+	bound := st.bind(key, res.Hits, res.Weak)
+	var text strings.Builder
+	var hits []map[string]any
 	servers := make([]map[string]any, 0, len(res.Servers))
 	if len(res.Hits) == 0 {
-		fmt.Fprintf(&text, "No tools match %q", args.Query)
-		if args.Server != "" {
-			fmt.Fprintf(&text, " in %s", args.Server)
+		fmt.Fprintf(&text, "No tools match %q", query)
+		if server != "" {
+			fmt.Fprintf(&text, " in %s", server)
 		}
 		if len(st.Pending) > 0 {
 			text.WriteString(" among the servers that are up.")
 		} else {
 			text.WriteString(": as far as the search can tell, no connected server can do this.")
 		}
-		if near := st.Index.Closest(args.Query, 3, kinds...); len(near) > 0 {
+		if near := st.Index.Closest(query, 3, kinds...); len(near) > 0 {
 			fmt.Fprintf(&text, " Closest names: %s.", strings.Join(near, ", "))
 		}
 		text.WriteString(" Nothing was bound; try other words.")
 	} else {
-		if res.Weak && len(st.Pending) > 0 {
-			fmt.Fprintf(&text, "Nothing matched %q well; the nearest tools are below.\n", args.Query)
-		} else if res.Weak {
-			fmt.Fprintf(&text, "Nothing matched %q well; the nearest tools are below. If none fits, no connected server can do this.\n", args.Query)
+		if res.Weak {
+			text.WriteString(weakHead(query, len(st.Pending) > 0))
 		} else {
-			fmt.Fprintf(&text, "Matches for %q:\n", args.Query)
+			fmt.Fprintf(&text, "Matches for %q:\n", query)
 		}
-		var gatedNames []string
-		for _, h := range res.Hits {
-			desc := firstSentence(h.Entry.Description, maxDescription)
-			hit := map[string]any{"name": h.Entry.Name, "kind": string(h.Entry.Kind), "description": desc, "score": round(h.Score)}
-			fmt.Fprintf(&text, "- %s [%s]", h.Entry.Name, h.Entry.Kind)
-			if slash, gated := gate(h.Entry.Name); gated {
-				fmt.Fprintf(&text, " [slash: /%s]", slash)
-				hit["slash"] = slash
-				gatedNames = append(gatedNames, h.Entry.Name)
-			}
-			fmt.Fprintf(&text, " — %s", desc)
-			if h.Entry.Path != "" {
-				fmt.Fprintf(&text, " (read it with read_file {\"path\": %q})", h.Entry.Path)
-				hit["path"] = h.Entry.Path
-			}
-			text.WriteByte('\n')
-			hits = append(hits, hit)
-		}
+		lines, hs, gatedNames := st.hitLines(res.Hits)
+		text.WriteString(lines)
+		hits = hs
 		listed := false
 		for _, sv := range res.Servers {
-			more := moreNames(sv)
-			servers = append(servers, map[string]any{"name": sv.Name, "score": round(sv.Score), "more": sv.More})
-			if len(more) == 0 {
+			servers = append(servers, map[string]any{"name": sv.Name, "score": round(sv.Score), "more": orNone(sv.More)})
+			if len(sv.More) == 0 {
 				continue
 			}
-			listed = true
-			fmt.Fprintf(&text, "More in %s: %s", sv.Name, strings.Join(more, ", "))
-			if sv.Rest > 0 {
-				text.WriteString(", …")
+			if !listed {
+				text.WriteString(unboundNote)
+				listed = true
 			}
-			text.WriteByte('\n')
+			fmt.Fprintf(&text, "%s: %s\n", sv.Name, strings.Join(moreNames(sv), ", "))
 		}
-		if len(res.Also) > 0 {
-			listed = true
-			fmt.Fprintf(&text, "Also near: %s\n", strings.Join(res.Also, ", "))
-		}
-		if listed {
-			text.WriteString(unboundNote)
-		}
-		if len(bound) > 0 {
-			fmt.Fprintf(&text, "Bound for your next step: %s", strings.Join(bound, ", "))
-		} else {
-			text.WriteString("Nothing was bound.")
-		}
+		text.WriteString(boundLine(bound))
 		if len(gatedNames) > 0 {
 			fmt.Fprintf(&text, "\nNot bound: %s run only through their slash command; ask the user to run it.", strings.Join(gatedNames, ", "))
 		}
 	}
-	structured := map[string]any{"query": args.Query, "hits": hits, "servers": servers, "also": orNone(res.Also), "bound": bound, "weak": res.Weak}
+	if hits == nil {
+		hits = []map[string]any{}
+	}
+	structured := map[string]any{"query": query, "hits": hits, "servers": servers, "bound": bound, "weak": res.Weak}
 	if len(st.Pending) > 0 {
 		text.WriteString("\n" + pendingNote(st.Pending))
 		structured["pending"] = st.Pending
 	}
-	if st.Schemas != nil && len(bound) > 0 {
-		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
-		all := map[string]json.RawMessage{}
-		used := 0
-		for _, name := range bound {
-			sch, ok := st.Schemas.InputSchema(name)
-			if !ok {
-				continue
-			}
-			sch = compact(sch)
-			// Real schemas run to kilobytes; past the budget a tool gets
-			// its parameters' names and types, which is what a first call
-			// needs (a refusal names anything else).
-			if used+len(sch) > maxAnswerSchemaBytes && used > 0 {
-				fmt.Fprintf(&text, "\n%s: parameters %s (full schema left out for size)", name, signature(sch))
-				continue
-			}
-			used += len(sch)
-			all[name] = sch
-			fmt.Fprintf(&text, "\n%s: %s", name, sch)
-		}
-		structured["schemas"] = all
+	if sch, params := st.schemaLines(bound); sch != "" {
+		text.WriteString(sch)
+		structured["params"] = params
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())}, StructuredContent: structured}
 }
 
-// unboundNote follows the compact lists of an answer: the model may take
-// a name from them, but must search it to call it.
-const unboundNote = "(Tools named after \"More in\" or \"Also near\" are not bound: search one's exact name to bind it.)\n"
+// unboundNote heads the names an answer offers past its hits: the model
+// may take one, but must search it to call it.
+const unboundNote = "Also likely, not bound (search a name exactly to bind it):\n"
+
+// describe answers {"describe": name}: the tool's whole description and
+// full input schema, and binds it, as a search of its exact name does.
+func (st SearchTool) describe(ctx context.Context, key, name string, kinds []index.Kind) *mcp.CallToolResult {
+	res, err := st.Index.Search(ctx, index.Query{Text: name, Kinds: kinds, Limit: 1})
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
+	}
+	if len(res.Hits) == 0 || !sameName(res.Hits[0].Entry, name) {
+		msg := fmt.Sprintf("no tool is named %q.", name)
+		if near := st.Index.Closest(name, 3, kinds...); len(near) > 0 {
+			msg += fmt.Sprintf(" Closest names: %s.", strings.Join(near, ", "))
+		}
+		return Refusal(gate.CodeArgsInvalid, msg+" describe takes a name exactly as a search answer gives it; search in words to find one.")
+	}
+	h := res.Hits[:1]
+	e := h[0].Entry
+	bound := st.bind(key, h, false)
+	var text strings.Builder
+	fmt.Fprintf(&text, "%s [%s]", e.Name, e.Kind)
+	if slash, gated := st.slashFor(e.Name); gated {
+		fmt.Fprintf(&text, " [slash: /%s]", slash)
+	}
+	fmt.Fprintf(&text, " — %s", strings.Join(strings.Fields(e.Description), " "))
+	if e.Path != "" {
+		fmt.Fprintf(&text, " (read it with read_file {\"path\": %q})", e.Path)
+	}
+	structured := map[string]any{"describe": e.Name, "kind": string(e.Kind), "description": e.Description, "bound": bound}
+	if st.Schemas != nil {
+		if sch, ok := st.Schemas.InputSchema(e.Name); ok {
+			sch = compact(sch)
+			fmt.Fprintf(&text, "\nInput schema (call with call_tool {\"name\": %q, \"arguments\": {...}}): %s", e.Name, sch)
+			structured["schema"] = sch
+		}
+	}
+	if len(bound) > 0 {
+		fmt.Fprintf(&text, "\nBound for your next step: %s", strings.Join(bound, ", "))
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())}, StructuredContent: structured}
+}
+
+// sameName: describe found the tool it was asked for, by its exposed name
+// or its tool part, case aside (as the index matches exact names).
+func sameName(e index.Entry, name string) bool {
+	if strings.EqualFold(e.Name, name) {
+		return true
+	}
+	_, tool, ok := strings.Cut(e.Name, "__")
+	return ok && strings.EqualFold(tool, name)
+}
+
+// list answers {"server": S} without a query: the names of S's tools,
+// compactly, none bound.
+func (st SearchTool) list(ctx context.Context, key, server string, kinds []index.Kind) *mcp.CallToolResult {
+	res, err := st.Index.Search(ctx, index.Query{Server: server, Kinds: kinds})
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
+	}
+	if res.NoServer {
+		return noServer(server)
+	}
+	st.remember(key, nil)
+	var names []string
+	for _, sv := range res.Servers {
+		names = append(names, moreNames(sv)...)
+	}
+	var text strings.Builder
+	if len(names) == 0 {
+		fmt.Fprintf(&text, "%s offers no tools here.", server)
+	} else {
+		fmt.Fprintf(&text, "%s's %d tools (none bound: search an exact name, or {\"describe\": \"%s__<tool>\"}, to bind one): %s",
+			server, len(names), server, strings.Join(names, ", "))
+	}
+	if len(st.Pending) > 0 {
+		text.WriteString("\n" + pendingNote(st.Pending))
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text.String())},
+		StructuredContent: map[string]any{"server": server, "tools": orNone(names)}}
+}
 
 // orNone is names, or an empty list where there are none (never null).
 func orNone(names []string) []string {
@@ -268,8 +438,8 @@ func orNone(names []string) []string {
 	return names
 }
 
-// moreNames are a server's other tools as an answer lists them: each
-// exposed name without the server's prefix, which the line already names.
+// moreNames are a server's tools as an answer lists them: each exposed
+// name without the server's prefix, which the line already names.
 func moreNames(sv index.ServerHit) []string {
 	out := make([]string, len(sv.More))
 	for i, n := range sv.More {
@@ -318,18 +488,29 @@ func firstSentence(s string, max int) string {
 	return strings.TrimRight(s[:cut], " ") + "…"
 }
 
-// maxAnswerSchemaBytes bounds the input schemas one search answer carries
-// in full; the first bound tool's always goes in.
-const maxAnswerSchemaBytes = 4 << 10
+// maxSignatureBytes bounds a bound tool's parameter line in an answer,
+// maxTopSignatureBytes the best hit's; the required parameters are always
+// on it.
+const (
+	maxSignatureBytes    = 200
+	maxTopSignatureBytes = 400
+)
 
-// signature is a schema's top-level parameters in one line:
-// "(title*: string, limit: integer)", * marking the required ones.
-func signature(schema json.RawMessage) string {
-	var s struct {
-		Properties map[string]struct {
+// signature is a schema's top-level parameters in one line, required
+// first: "(title*: string, mode: fast|slow, tags: string[])", * marking the
+// required ones, a short enum in place of its type. Past max bytes the
+// optional ones are counted, not named: describe gives the whole schema.
+func signature(schema json.RawMessage, max int) string {
+	type prop struct {
+		Type  any   `json:"type"`
+		Enum  []any `json:"enum"`
+		Items *struct {
 			Type any `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
+		} `json:"items"`
+	}
+	var s struct {
+		Properties map[string]prop `json:"properties"`
+		Required   []string        `json:"required"`
 	}
 	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
 		return "()"
@@ -345,25 +526,61 @@ func signature(schema json.RawMessage) string {
 		}
 		return names[i] < names[j]
 	})
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		p := n
-		if slices.Contains(s.Required, n) {
-			p += "*"
+	var sb strings.Builder
+	sb.WriteByte('(')
+	for k, n := range names {
+		p := s.Properties[n]
+		req := slices.Contains(s.Required, n)
+		part := n
+		if req {
+			part += "*"
 		}
-		switch t := s.Properties[n].Type.(type) {
-		case string:
-			p += ": " + t
-		case []any:
-			var ts []string
-			for _, x := range t {
-				ts = append(ts, fmt.Sprint(x))
+		if t := typeName(p.Type, p.Enum); t != "" {
+			part += ": " + t
+			if t == "array" && p.Items != nil {
+				if it := typeName(p.Items.Type, nil); it != "" && it != "array" {
+					part = strings.TrimSuffix(part, "array") + it + "[]"
+				}
 			}
-			p += ": " + strings.Join(ts, "|")
 		}
-		parts = append(parts, p)
+		if !req && sb.Len()+len(part)+2 > max {
+			fmt.Fprintf(&sb, ", +%d more", len(names)-k)
+			break
+		}
+		if k > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(part)
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	sb.WriteByte(')')
+	return sb.String()
+}
+
+// typeName is a property's type as a signature shows it: a short enum's
+// values ("fast|slow"), else its type or types ("string|null").
+func typeName(t any, enum []any) string {
+	if len(enum) > 0 && len(enum) <= 6 {
+		vals := make([]string, len(enum))
+		size := 0
+		for i, v := range enum {
+			vals[i] = fmt.Sprint(v)
+			size += len(vals[i]) + 1
+		}
+		if size <= 60 {
+			return strings.Join(vals, "|")
+		}
+	}
+	switch t := t.(type) {
+	case string:
+		return t
+	case []any:
+		ts := make([]string, 0, len(t))
+		for _, x := range t {
+			ts = append(ts, fmt.Sprint(x))
+		}
+		return strings.Join(ts, "|")
+	}
+	return ""
 }
 
 func compact(raw json.RawMessage) json.RawMessage {

@@ -15,7 +15,7 @@ import (
 //	groups     each vocabulary group dropped in turn (the test a group must
 //	           pass to stay: dropping it must cost the fresh set something)
 //	speller    the speller's rules
-//	servers    how servers are ranked and how many names an answer lists
+//	servers    how servers are ranked
 //	weak       the weak flag's threshold
 //	prior      the server document score as a prior on tool scores
 //	feedback   pseudo-relevance feedback
@@ -24,12 +24,10 @@ import (
 //	idf        BM25's IDF against bluge's misprint of it, by k1
 //	bm25f      one length normalization for the combined field against
 //	           BM25F's per field, by b and k1
-//	answer     how many servers an answer lists, in how many bytes, how
-//	           many further ranked tools it names (Also), and the order of
-//	           a server's listed tools (round two's lines, with the room
-//	           answers had then); and the room sweep below
-//	room       how answers spend the room under their size targets: the
-//	           best server's list, every server's, Also (chosen on dev)
+//	near       the names an answer offers past its hits: their bytes, how
+//	           many servers' tools are scored by their server, at what
+//	           weight (issue 28; the "answer" and "room" sweeps of whole
+//	           server lists and Also went with those lists)
 func TestEvalVariants(t *testing.T) {
 	mode := os.Getenv("QUIVER_EVAL_VARIANTS")
 	if mode == "" {
@@ -120,12 +118,6 @@ func TestEvalVariants(t *testing.T) {
 				}})
 			}
 		}
-		for _, n := range []int{1, 3} {
-			variants = append(variants, variant{name: fmt.Sprintf("%d servers", n), mod: func(o *options) { o.moreServers = n }})
-		}
-		for _, b := range []int{300, 900, 1200} {
-			variants = append(variants, variant{name: fmt.Sprintf("more bytes %d", b), mod: func(o *options) { o.maxMoreBytes = b }})
-		}
 	}
 	if mode == "idf" {
 		variants = variants[:1]
@@ -148,36 +140,19 @@ func TestEvalVariants(t *testing.T) {
 			}
 		}
 	}
-	if mode == "answer" {
+	if mode == "near" {
+		// The names an answer offers past its hits: how many bytes, how
+		// many servers' tools are scored by their server, at what weight
+		// against the ranked candidates' scores.
 		variants = variants[:1]
-		for _, hw := range []float64{0.5, 1, 3} {
-			variants = append(variants, variant{name: fmt.Sprintf("more ordered by head share %.1f", hw), mod: func(o *options) { o.moreHeadWeight = hw }})
-		}
-		for _, n := range []int{2, 3, 4} {
-			for _, mb := range []int{500, 900} {
-				for _, also := range []int{0, 15} {
-					variants = append(variants, variant{name: fmt.Sprintf("%d servers %d bytes also %d", n, mb, also), mod: func(o *options) {
-						o.moreServers, o.maxMoreBytes, o.maxAlso, o.maxAlsoBytes = n, mb, also, 40*also
-						o.maxMore, o.firstMoreBytes, o.alsoDepth = 40, 0, 0 // as before the room was spent
-						o.rerankDepth = max(o.rerankDepth, answerHits+also)
-					}})
-				}
-			}
-		}
-	}
-	if mode == "answer" || mode == "room" {
-		if mode == "room" {
-			variants = variants[:1]
-		}
-		// The room answers have under their size targets, spent on the
-		// best server's list, on every listed server's, or on Also.
-		for _, first := range []int{0, 1000, 1500, 2000} {
-			for _, mb := range []int{500, 700} {
-				for _, also := range [][2]int{{15, 0}, {30, 15}, {40, 30}} {
-					variants = append(variants, variant{name: fmt.Sprintf("first %d more %d also %d/+%d", first, mb, also[0], also[1]), mod: func(o *options) {
-						o.firstMoreBytes, o.maxMoreBytes, o.maxMore = first, mb, 100
-						o.maxAlso, o.maxAlsoBytes, o.alsoDepth = also[0], 40*also[0], also[1]
-					}})
+		for _, nb := range []int{700, 2000} {
+			for _, ns := range []int{1, 2, 4} {
+				for _, w := range []float64{0.5, 0.8} {
+					for _, base := range []float64{0.5, 1} {
+						variants = append(variants, variant{name: fmt.Sprintf("near %d servers %d w %.1f base %.1f", nb, ns, w, base), mod: func(o *options) {
+							o.nearBytes, o.nearServers, o.nearServerWeight, o.nearBase = nb, ns, w, base
+						}})
+					}
 				}
 			}
 		}

@@ -497,9 +497,11 @@ func TestSearchServerFilter(t *testing.T) {
 	}
 }
 
-// TestSearchServers: an answer names the best servers' other tools, not
-// those already hit, in a bounded number of bytes.
-func TestSearchServers(t *testing.T) {
+// TestSearchNear: past its hits an answer offers the likeliest other
+// names, grouped by server, within the byte budget: the right tool a model
+// would take for a squash is among them, and so is the best ranked tool
+// past the hits.
+func TestSearchNear(t *testing.T) {
 	ix, err := Build(testCatalog(t))
 	if err != nil {
 		t.Fatal(err)
@@ -509,53 +511,60 @@ func TestSearchServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Servers) == 0 || len(res.Servers) > defaultOptions().moreServers || res.Servers[0].Name != "github" {
-		t.Fatalf("servers = %+v, want github first, at most %d", res.Servers, defaultOptions().moreServers)
+	if len(res.Servers) == 0 || res.Servers[0].Name != "github" {
+		t.Fatalf("servers = %+v, want github first", res.Servers)
 	}
 	hit := map[string]bool{}
 	for _, h := range res.Hits {
 		hit[h.Entry.Name] = true
 	}
-	all := append(names(res), res.Servers[0].More...)
-	if !slices.Contains(all, "github__merge_pull_request") {
-		t.Errorf("merge_pull_request is neither hit nor listed: %v", all)
-	}
-	for k, s := range res.Servers {
-		size := 0
+	var offered []string
+	size := 0
+	for _, s := range res.Servers {
+		size += len(s.Name) + 2
 		for _, n := range s.More {
 			if hit[n] {
-				t.Errorf("%s is both a hit and listed", n)
+				t.Errorf("%s is both a hit and offered", n)
 			}
 			if !strings.HasPrefix(n, s.Name+"__") {
-				t.Errorf("%s listed under %s", n, s.Name)
+				t.Errorf("%s offered under %s", n, s.Name)
 			}
 			size += len(n) - len(s.Name) - 2 + 2
-		}
-		if budget := defaultOptions().maxMoreBytes; size > budget && (k > 0 || size > defaultOptions().firstMoreBytes) {
-			t.Errorf("%s lists %d bytes of names", s.Name, size)
+			offered = append(offered, n)
 		}
 	}
-	// Also names ranked tools that neither the hits nor the lists name.
+	if size > defaultOptions().nearBytes {
+		t.Errorf("%d bytes of names offered, over %d", size, defaultOptions().nearBytes)
+	}
+	if !slices.Contains(append(names(res), offered...), "github__merge_pull_request") {
+		t.Errorf("merge_pull_request is neither hit nor offered: %v", offered)
+	}
 	more, err := ix.Search(context.Background(), Query{Text: "squash a pull request on github", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ranked := names(more)
-	size := 0
-	for _, n := range res.Also {
-		if hit[n] || slices.ContainsFunc(res.Servers, func(s ServerHit) bool { return slices.Contains(s.More, n) }) {
-			t.Errorf("%s is in Also and named before", n)
-		}
-		size += len(n) + 2
+	if sixth := names(more)[len(res.Hits)]; !slices.Contains(offered, sixth) {
+		t.Errorf("%s, ranked just past the hits, is not offered: %v", sixth, offered)
 	}
-	if size > defaultOptions().maxAlsoBytes {
-		t.Errorf("Also holds %d bytes of names", size)
+}
+
+// TestSearchListsAServer: a search with a server and no words gives that
+// server's every tool, and no hits.
+func TestSearchListsAServer(t *testing.T) {
+	ix, err := Build(testCatalog(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, n := range ranked[len(res.Hits):] {
-		listed := slices.ContainsFunc(res.Servers, func(s ServerHit) bool { return slices.Contains(s.More, n) })
-		if !listed && !slices.Contains(res.Also, n) {
-			t.Errorf("%s is ranked 6 to 10 but named nowhere in the answer (also %v)", n, res.Also)
-		}
+	defer ix.Close()
+	res, err := ix.Search(context.Background(), Query{Server: "github"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 0 || len(res.Servers) != 1 || res.Servers[0].Name != "github" || len(res.Servers[0].More) != 26 {
+		t.Fatalf("listing github: %+v", res)
+	}
+	if res, _ := ix.Search(context.Background(), Query{Server: "nosuch"}); !res.NoServer {
+		t.Errorf("listing an unknown server: %+v", res)
 	}
 }
 
@@ -574,12 +583,8 @@ func TestServerDocumentsUseServerText(t *testing.T) {
 	}
 	defer ix.Close()
 	for q, want := range map[string]string{"run the ledgers": "a", "list the weather": "b"} {
-		res, err := ix.Search(context.Background(), Query{Text: q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Servers) == 0 || res.Servers[0].Name != want {
-			t.Errorf("Search(%q).Servers = %+v, want %s first", q, res.Servers, want)
+		if got := rankedServers(ix, q, nil); len(got) == 0 || got[0] != want {
+			t.Errorf("servers for %q: %v, want %s first", q, got, want)
 		}
 	}
 }
@@ -595,18 +600,27 @@ func TestSearchServersKinds(t *testing.T) {
 	if len(res.Servers) != 0 {
 		t.Errorf("servers %+v for a skill search", res.Servers)
 	}
-	res, err = ix.Search(context.Background(), Query{Text: "github issue"})
-	if err != nil {
-		t.Fatal(err)
+	if got := rankedServers(ix, "github issue release notes", []Kind{KindSkill}); len(got) != 0 {
+		t.Errorf("servers %v ranked for a skill search", got)
 	}
-	if len(res.Servers) == 0 || res.Servers[0].Name != "github" {
-		t.Errorf("servers %+v, want github first", res.Servers)
+	if got := rankedServers(ix, "github issue", nil); len(got) == 0 || got[0] != "github" {
+		t.Errorf("servers %v, want github first", got)
 	}
 }
 
-// TestSearchAlsoNamesRankedPastHits: tools ranked just past the hits, on
-// servers the answer does not list, are named in Also, within its bytes.
-func TestSearchAlsoNamesRankedPastHits(t *testing.T) {
+// rankedServers are the servers ranked for q by their documents alone.
+func rankedServers(ix *Index, q string, kinds []Kind) []string {
+	docs, top := ix.serverScores(ix.queryTerms(q))
+	var out []string
+	for _, r := range ix.rankServers(docs, top, nil, kinds, -1) {
+		out = append(out, ix.servers.names[r.sid])
+	}
+	return out
+}
+
+// TestSearchNearNamesRankedPastHits: tools ranked just past the hits are
+// offered, whatever their server.
+func TestSearchNearNamesRankedPastHits(t *testing.T) {
 	var entries []Entry
 	for i := range 12 {
 		srv := fmt.Sprintf("s%02d", i)
@@ -626,22 +640,20 @@ func TestSearchAlsoNamesRankedPastHits(t *testing.T) {
 	for _, s := range res.Servers {
 		named = append(named, s.More...)
 	}
-	named = append(named, res.Also...)
 	missing := 0
 	for _, e := range entries {
 		if !slices.Contains(named, e.Name) {
 			missing++
 		}
 	}
-	// 5 hits, up to 4 servers (each of whose one tool is a hit), and Also
-	// for the rest: every one of the 12 is named.
-	if missing != 0 || len(res.Also) != len(entries)-len(res.Hits) {
-		t.Errorf("hits %v, also %v: %d of %d tools named nowhere", names(res), res.Also, missing, len(entries))
+	// 5 hits, and the 7 others offered: every one of the 12 is named.
+	if missing != 0 {
+		t.Errorf("hits %v, offered %v: %d of %d tools named nowhere", names(res), res.Servers, missing, len(entries))
 	}
 }
 
-// TestListedNamesBindByExactName: a name an answer lists after "More in"
-// or "Also near" is not a hit (not bound), and searching it alone makes it
+// TestListedNamesBindByExactName: a name an answer offers past its hits
+// is not a hit (not bound), and searching it alone makes it
 // the first hit, confidently: the way the model binds a listed tool.
 func TestListedNamesBindByExactName(t *testing.T) {
 	ix, err := Build(testCatalog(t))
@@ -660,7 +672,7 @@ func TestListedNamesBindByExactName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		listed := slices.Clone(res.Also)
+		var listed []string
 		for _, s := range res.Servers {
 			listed = append(listed, s.More...)
 		}

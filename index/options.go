@@ -44,14 +44,13 @@ type options struct {
 	// Servers (server.go).
 	serverOwnWeight float64 // a server's own words count this many entries in its document
 	serverDocWeight float64 // a server's document score against its best entry's, ranking servers
-	moreServers     int     // servers an answer lists the other entries of
-	maxMore         int     // ... at most this many names each
-	maxMoreBytes    int     // ... and their tool parts in at most this many bytes
-	firstMoreBytes  int     // ... the best server's in this many (0: maxMoreBytes)
-	moreHeadWeight  float64 // ... ordered by the query's share in them, and this much its share in their name, title and lead
-	maxAlso         int     // ranked candidates past the hits an answer names, from other servers
-	maxAlsoBytes    int     // ... their exposed names in at most this many bytes
-	alsoDepth       int     // ... taken also from this many candidates past the reranked ones, by score alone
+	// The names an answer offers past its hits (near).
+	nearBytes        int     // their tool parts and server names in at most this many bytes, unless Query.Room says
+	nearServers      int     // the entries of this many best servers are scored by their server
+	nearServerWeight float64 // ... at this much of their server's share of the best server's score
+	nearBase         float64 // ... times this plus the query's share in them
+	moreHeadWeight   float64 // ... plus this much its share in their name, title and lead
+	alsoDepth        int     // candidates past the reranked ones, by score alone, also scored
 
 	// Measured and left off (0), kept so TestEvalVariants can show why.
 	serverPrior    float64 // the server's document score added to its entries', as a share of the best bluge score
@@ -73,27 +72,25 @@ func defaultOptions() options {
 		k1: 2, b: 0.75, fixIDF: true,
 		bm25f: true, bm25fB: 0.75,
 		descCap: 0, descDistinct: false,
-		describeThings:  true,
-		thingWeight:     0.7,
-		serverBoost:     5,
-		serverShare:     0.5,
-		relatedWeight:   0.3,
-		relatedMaxShare: 0.05,
-		typoWeight:      0.8,
-		rerankDepth:     20,
-		domainWeight:    0.2,
-		coverWeight:     0.2,
-		headWeight:      0.2,
-		weakCoverage:    0.3,
-		serverOwnWeight: 3,
-		serverDocWeight: 0.5,
-		moreServers:     4,
-		maxMore:         maxMore,
-		maxMoreBytes:    maxMoreBytes,
-		firstMoreBytes:  2000,
-		maxAlso:         40,
-		maxAlsoBytes:    1600,
-		alsoDepth:       30,
+		describeThings:   true,
+		thingWeight:      0.7,
+		serverBoost:      5,
+		serverShare:      0.5,
+		relatedWeight:    0.3,
+		relatedMaxShare:  0.05,
+		typoWeight:       0.8,
+		rerankDepth:      20,
+		domainWeight:     0.2,
+		coverWeight:      0.2,
+		headWeight:       0.2,
+		weakCoverage:     0.3,
+		serverOwnWeight:  3,
+		serverDocWeight:  0.5,
+		nearBytes:        2000,
+		nearServers:      4,
+		nearServerWeight: 0.8,
+		nearBase:         1,
+		alsoDepth:        30,
 	}
 }
 

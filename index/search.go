@@ -13,6 +13,10 @@ type Query struct {
 	Kinds  []Kind // empty = any kind
 	Server string // only this server's entries; "" = every server's
 	Limit  int    // <=0 means 5; capped at 10
+	// Room says how many bytes an answer has left for names past the
+	// hits, once it holds these hits: the caller's answer is budgeted as a
+	// whole, and Search fills what is left by score. nil: a default room.
+	Room func(hits []Hit) int
 }
 
 // Hit is one found entry.
@@ -24,15 +28,13 @@ type Hit struct {
 // Result is a search's answer.
 type Result struct {
 	Hits []Hit
-	// Servers are the few servers that match the query best, each
-	// with the names of its other entries (not in Hits), best first: an
-	// answer names them compactly, so that a model that knows "squash a
-	// PR" is a merge can ask for the right tool by name.
+	// Servers hold the names an answer offers past Hits, grouped by
+	// server: the likeliest entries not in Hits, chosen by one score
+	// within a byte budget (near), so that a model that knows "squash a
+	// PR" is a merge can ask for the right tool by name. The groups are
+	// in the order of their best name. A query with no words and a Server
+	// gives that server's every entry here, and no hits.
 	Servers []ServerHit
-	// Also are the exposed names of the next-ranked entries past Hits that
-	// no server in Servers lists, best first: a compact second chance for
-	// a right tool ranked just out of the hits on a server not listed.
-	Also []string
 	// Weak is true when nothing matched well (the best hit is a poor match):
 	// the answer must say so plainly.
 	Weak bool
@@ -40,12 +42,12 @@ type Result struct {
 	NoServer bool
 }
 
-// ServerHit is a server ranked for a query.
+// ServerHit is a server's entries an answer offers past its hits.
 type ServerHit struct {
 	Name  string   // the server key
-	Score float64  // how well the server's document matches, for ordering
-	More  []string // exposed names of its other entries, best first
-	Rest  int      // how many of its other entries More leaves out
+	Score float64  // how well the server matches the query (0: not ranked)
+	More  []string // exposed names of its entries offered, best first
+	Rest  int      // how many of its entries not in Hits More leaves out
 }
 
 const (
@@ -69,6 +71,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		only = sid
 	}
 
+	if strings.TrimSpace(q.Text) == "" && only >= 0 {
+		return ix.listing(only, q.Kinds), nil
+	}
 	exact := ix.exactNames(q, only)
 	qts := ix.queryTerms(q.Text)
 	if len(qts) == 0 && len(exact) == 0 {
@@ -120,8 +125,12 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		res.Hits = append(res.Hits, Hit{Entry: ix.entries[c.i], Score: c.score})
 		shown = append(shown, c.i)
 	}
-	res.Servers = ix.rankServers(qts, docs, docTop, cands, shown, q.Kinds, only)
-	res.Also = ix.also(slices.Concat(cands[len(shown):], tail), res.Servers)
+	ranked := ix.rankServers(docs, docTop, cands, q.Kinds, only)
+	room := ix.opts.nearBytes
+	if q.Room != nil {
+		room = q.Room(res.Hits)
+	}
+	res.Servers = ix.near(qts, ranked, slices.Concat(cands[len(shown):], tail), shown, q.Kinds, room)
 	return res, nil
 }
 

@@ -153,20 +153,11 @@ func (ix *Index) serverScores(qts []queryTerm) ([]float64, float64) {
 	return out, best
 }
 
-// An answer lists at most maxMore names of one server, and no more than
-// fit in maxMoreBytes (their tool parts, comma separated; the best
-// server's in options.firstMoreBytes): a server's whole tool list when it
-// is small, its nearest tools when it is big.
-const (
-	maxMore      = 100
-	maxMoreBytes = 700
-)
-
-// rankServers picks the servers an answer names: by their documents' score
-// for the query, plus the best of their entries' scores among the ranked
-// candidates, both as shares of the best. Each gets up to maxMore of its
-// other entries (not in shown), those that share most of the query first.
-func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, cands []candidate, shown []int, kinds []Kind, only int32) []ServerHit {
+// rankServers ranks the servers for a query: by their documents' score,
+// plus the best of their entries' scores among the ranked candidates, both
+// as shares of the best. Only servers with an entry of kinds, and only
+// server only when it is not negative.
+func (ix *Index) rankServers(docs []float64, docTop float64, cands []candidate, kinds []Kind, only int32) []scoredServer {
 	best := map[int32]float64{}
 	var top float64
 	for _, c := range cands {
@@ -179,11 +170,7 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 		}
 		top = max(top, c.score)
 	}
-	type scored struct {
-		sid   int32
-		score float64
-	}
-	var ranked []scored
+	var ranked []scoredServer
 	seen := map[int32]bool{}
 	consider := func(sid int32) {
 		if seen[sid] || (only >= 0 && sid != only) {
@@ -200,7 +187,7 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 		if top > 0 {
 			s += best[sid] / top
 		}
-		ranked = append(ranked, scored{sid, s})
+		ranked = append(ranked, scoredServer{sid, s})
 	}
 	for sid, s := range docs {
 		if s > 0 {
@@ -216,74 +203,116 @@ func (ix *Index) rankServers(qts []queryTerm, docs []float64, docTop float64, ca
 		}
 		return ranked[a].sid < ranked[b].sid
 	})
-	candScore := map[int]float64{}
-	for _, c := range cands {
-		candScore[c.i] = c.score
+	return ranked
+}
+
+type scoredServer struct {
+	sid   int32
+	score float64
+}
+
+// near picks the names an answer offers past its hits, each because it is
+// likely, not because it shares a server with one: every entry not shown
+// gets one score, and the best fill room bytes (their tool parts, and
+// each server's name once, as an answer groups them). A ranked
+// candidate scores its share of the best candidate's score; an entry of
+// one of the nearServers best servers scores that server's share of the
+// best server's score, times nearServerWeight, times how much of the query
+// it has (nearBase, plus its coverage, plus moreHeadWeight times the share
+// in its name, title and lead). The higher of the two counts. The groups
+// come out in the order of their best name, each name best first.
+func (ix *Index) near(qts []queryTerm, ranked []scoredServer, rest []candidate, shown []int, kinds []Kind, room int) []ServerHit {
+	score := map[int]float64{}
+	var top float64
+	for _, c := range rest {
+		top = max(top, c.score)
 	}
-	var out []ServerHit
-	for k, r := range ranked[:min(ix.opts.moreServers, len(ranked))] {
-		budget := ix.opts.maxMoreBytes
-		if k == 0 && ix.opts.firstMoreBytes > 0 {
-			budget = ix.opts.firstMoreBytes
+	for _, c := range rest {
+		if top > 0 && !slices.Contains(shown, c.i) {
+			score[c.i] = c.score / top
 		}
-		type more struct {
-			i     int
-			score float64
-		}
-		var ms []more
-		for _, i := range ix.servers.entries[r.sid] {
-			if slices.Contains(shown, i) || !kindOK(ix.entries[i].Kind, kinds) {
+	}
+	if len(ranked) > 0 && ranked[0].score > 0 {
+		for _, r := range ranked[:min(ix.opts.nearServers, len(ranked))] {
+			w := ix.opts.nearServerWeight * r.score / ranked[0].score
+			if w <= 0 {
 				continue
 			}
-			// Candidates keep their rank; the rest follow by how much of
-			// the query they share.
-			s := ix.coverage(i, qts)
-			if ix.opts.moreHeadWeight > 0 {
-				s += ix.opts.moreHeadWeight * ix.share(ix.heads[i], ix.sigs[i], qts)
+			for _, i := range ix.servers.entries[r.sid] {
+				if slices.Contains(shown, i) || !kindOK(ix.entries[i].Kind, kinds) {
+					continue
+				}
+				s := ix.opts.nearBase + ix.coverage(i, qts)
+				if ix.opts.moreHeadWeight > 0 {
+					s += ix.opts.moreHeadWeight * ix.share(ix.heads[i], ix.sigs[i], qts)
+				}
+				score[i] = max(score[i], w*s)
 			}
-			if cs, ok := candScore[i]; ok && top > 0 {
-				s = 1 + ix.opts.moreHeadWeight + cs/top // above any share
-			}
-			ms = append(ms, more{i, s})
 		}
-		sort.SliceStable(ms, func(a, b int) bool { return ms[a].score > ms[b].score })
-		h := ServerHit{Name: ix.servers.names[r.sid], Score: r.score}
-		size := 0
-		for _, m := range ms[:min(ix.opts.maxMore, len(ms))] {
-			size += len(toolPart(ix.entries[m.i])) + 2
-			if size > budget {
-				break
-			}
-			h.More = append(h.More, ix.entries[m.i].Name)
+	}
+	pool := make([]int, 0, len(score))
+	for i := range score {
+		pool = append(pool, i)
+	}
+	sort.Slice(pool, func(a, b int) bool {
+		if score[pool[a]] != score[pool[b]] {
+			return score[pool[a]] > score[pool[b]]
 		}
-		h.Rest = len(ms) - len(h.More)
-		out = append(out, h)
+		return pool[a] < pool[b]
+	})
+	var out []ServerHit
+	group := map[int32]int{} // server id -> its place in out
+	srvScore := map[int32]float64{}
+	for _, r := range ranked {
+		srvScore[r.sid] = r.score
+	}
+	size := 0
+	for _, i := range pool {
+		sid := ix.serverOf[i]
+		if sid < 0 {
+			continue // quiver's own tools and skills are hits or nothing
+		}
+		cost := len(toolPart(ix.entries[i])) + 2
+		g, ok := group[sid]
+		if !ok {
+			cost += len(ix.servers.names[sid]) + 2
+		}
+		if size+cost > room {
+			break
+		}
+		size += cost
+		if !ok {
+			g = len(out)
+			group[sid] = g
+			out = append(out, ServerHit{Name: ix.servers.names[sid], Score: srvScore[sid]})
+		}
+		out[g].More = append(out[g].More, ix.entries[i].Name)
+	}
+	for k := range out {
+		sid := ix.servers.ids[out[k].Name]
+		n := 0
+		for _, i := range ix.servers.entries[sid] {
+			if !slices.Contains(shown, i) && kindOK(ix.entries[i].Kind, kinds) {
+				n++
+			}
+		}
+		out[k].Rest = n - len(out[k].More)
 	}
 	return out
+}
+
+// listing is server only's entries of kinds, in catalog order: what an
+// answer lists when asked for a server's tools without a query.
+func (ix *Index) listing(only int32, kinds []Kind) Result {
+	h := ServerHit{Name: ix.servers.names[only]}
+	for _, i := range ix.servers.entries[only] {
+		if kindOK(ix.entries[i].Kind, kinds) {
+			h.More = append(h.More, ix.entries[i].Name)
+		}
+	}
+	return Result{Servers: []ServerHit{h}}
 }
 
 func kindOK(k Kind, kinds []Kind) bool {
 	return len(kinds) == 0 || slices.Contains(kinds, k)
-}
-
-// also names the candidates past the hits that the servers' lists leave
-// out, best first, within maxAlso names and maxAlsoBytes.
-func (ix *Index) also(rest []candidate, listed []ServerHit) []string {
-	var out []string
-	size := 0
-	for _, c := range rest {
-		if len(out) >= ix.opts.maxAlso {
-			break
-		}
-		name := ix.entries[c.i].Name
-		if slices.ContainsFunc(listed, func(s ServerHit) bool { return slices.Contains(s.More, name) }) {
-			continue
-		}
-		size += len(name) + 2
-		if size > ix.opts.maxAlsoBytes {
-			break
-		}
-		out = append(out, name)
-	}
-	return out
 }
