@@ -25,18 +25,22 @@ func Names() []string {
 }
 
 // SearchToolsTool is the definition of search_tools shown to the model.
+// Its answers stay small; this text says once how to ask for more (a
+// server's tool list, a tool's full schema), so no answer has to.
 func SearchToolsTool() mcp.Tool {
 	return tool(SearchToolsName,
 		"Search every tool quiver can reach (downstream MCP servers and quiver's own) in plain words, "+
 			"e.g. \"create a github issue\" or \"k8s pod logs\". Tools found are bound for your next steps: "+
-			"call them by the exact name the answer gives. The answer also names other tools of the best-matching servers "+
-			"(\"More in github: ...\"); those are not bound until you search one's exact name.",
+			"call them by the exact name the answer gives; the answer gives their parameters in one line each. "+
+			"It also names other likely tools, grouped by server (\"github: merge_pull_request, ...\"); "+
+			"those are not bound until you search one's exact name or describe it.",
 		`{"type":"object","properties":{`+
 			`"query":{"type":"string","maxLength":1000,"description":"What you need to do, in a few words."},`+
 			`"kind":{"type":"string","enum":["any","tool","core","mcp","skill","reference"],"description":"Restrict the search: tool (core and mcp), core (quiver's own), mcp (downstream servers), skill, reference, or any (default)."},`+
-			`"server":{"type":"string","description":"Only this server's tools, by the name an answer gives after \"More in\"."},`+
-			`"limit":{"type":"integer","minimum":1,"maximum":10,"description":"How many hits to return (default 5)."}`+
-			`},"required":["query"],"additionalProperties":false}`,
+			`"server":{"type":"string","description":"Only this server's tools, by the name an answer groups them under. Without a query: the names of all its tools."},`+
+			`"limit":{"type":"integer","minimum":1,"maximum":10,"description":"How many hits to return (default 5)."},`+
+			`"describe":{"type":"string","maxLength":1000,"description":"A tool's exact name, alone: its whole description and full input schema, and it is bound."}`+
+			`},"additionalProperties":false}`,
 		true)
 }
 
