@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type desk struct {
 	cat     *registry.Catalog
 	waiting []int64
 	tick    chan struct{}
+
+	mu       sync.Mutex
+	searched []string // the arguments of each Search
 }
 
 func (d *desk) Ledger() *gate.Ledger { return d.l }
@@ -45,6 +49,9 @@ func (d *desk) Class(t registry.Tool) gate.Class {
 	return gate.ClassWrite
 }
 func (d *desk) Search(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+	d.mu.Lock()
+	d.searched = append(d.searched, string(args))
+	d.mu.Unlock()
 	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("Matches for \"add a note\":\n- ex__notes_add [mcp]")},
 		StructuredContent: map[string]any{"hits": []map[string]any{{"name": "ex__notes_add", "kind": "mcp", "description": "Save a new note.", "score": 1.234}},
 			"servers": []map[string]any{{"name": "ex", "score": 0.5, "more": []string{"ex__notes_list"}}}, "bound": []string{"ex__notes_add"}, "weak": false}}
@@ -270,7 +277,7 @@ func TestPagesRenderTheirData(t *testing.T) {
 		"/approvals": {"Request " + itoa(f.ask.ID) + ": ex__notes_add", "a call is waiting", "/srv/secret/plan.txt", "outside the allowed folders",
 			"Allow once", "Allow for this session", "Deny", `name="csrf" value="` + f.h.csrf, "[redacted:TOKEN]"},
 		"/tools":               {"ex__notes_add", "ex__notes_list", ">read<", ">write<", "down", "exit status 1: bad [redacted:TOKEN]", `id="toggle-ex__notes_add"`, f.toggles},
-		"/search?q=add+a+note": {"ex__notes_add", "1.234", "name: add, note", "A good match", "more in it: ex__notes_list"},
+		"/search?q=add+a+note": {"ex__notes_add", "1.234", "name: add, note", "A good match", "ex (0.500): ex__notes_list", "not bound"},
 		"/audit":               {"ex__notes_add", "ask.outside_fence", "deny.withheld", "requested", "decided", "approved", "started", "ended", "ok"},
 		"/audit?verdict=deny":  {"deny.withheld"},
 		"/grants":              {"/srv/shared", "read_outside_fence", "until revoked", "Revoke"},
@@ -292,6 +299,19 @@ func TestPagesRenderTheirData(t *testing.T) {
 		t.Errorf("the filter box let another tool through")
 	}
 	f.do(c, "GET", "/audit?since=yesterday", nil, nil, http.StatusBadRequest)
+}
+
+// TestSearchPageRunsTheModelsSearch: the page's search is the one a model
+// sends with a query alone, so its hits are what search_tools binds (the
+// page once asked for ten where the tool binds five).
+func TestSearchPageRunsTheModelsSearch(t *testing.T) {
+	f := newFixture(t)
+	f.get(f.client(), "/search?q=add+a+note")
+	f.d.mu.Lock()
+	defer f.d.mu.Unlock()
+	if len(f.d.searched) != 1 || f.d.searched[0] != `{"query":"add a note"}` {
+		t.Errorf("the page searched %v, want exactly {\"query\":\"add a note\"}", f.d.searched)
+	}
 }
 
 func TestToolSwitchWritesToggles(t *testing.T) {

@@ -291,7 +291,9 @@ type searchData struct {
 func (h *Handler) search(w http.ResponseWriter, r *http.Request) {
 	d := searchData{Query: strings.TrimSpace(r.URL.Query().Get("q"))}
 	if d.Query != "" {
-		args, _ := json.Marshal(map[string]any{"query": d.Query, "limit": 10})
+		// The search a model sends with a query alone: the page shows the
+		// hits search_tools would bind, and the names it would offer.
+		args, _ := json.Marshal(map[string]any{"query": d.Query})
 		res := h.p.Search(r.Context(), args)
 		d.Text, d.Refused = toolresult.Text(res), res.IsError
 		var sc struct {
