@@ -1,7 +1,9 @@
 package index
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"os"
 	"strings"
 	"testing"
@@ -164,9 +166,88 @@ func TestEvalVariants(t *testing.T) {
 			variants = append(variants, variant{name: fmt.Sprintf("-%d %s", i, strings.Join(g.words, "/")), vocab: rest})
 		}
 	}
+	if mode == "rank" {
+		// Servers ranked first, then tools within them: the best
+		// servers' rank added to their candidates.
+		variants = variants[:1]
+		for _, k := range []int{1, 2, 4} {
+			for _, w := range []float64{0.1, 0.2, 0.4} {
+				variants = append(variants, variant{name: fmt.Sprintf("server rank %d w %.1f", k, w), mod: func(o *options) {
+					o.serverRankServers, o.serverRankWeight = k, w
+				}})
+			}
+		}
+	}
+	if mode == "curve" {
+		// How many bytes of names past the hits an answer needs to name
+		// the primary: the share of the dev queries named by the hits or
+		// within each room, for ways of scoring the names.
+		variants = variants[:1]
+		for _, ns := range []int{1, 2, 4, 8} {
+			for _, w := range []float64{0.5, 0.8, 1.5} {
+				for _, base := range []float64{0.5, 1, 2} {
+					variants = append(variants, variant{name: fmt.Sprintf("servers %d w %.1f base %.1f", ns, w, base), mod: func(o *options) {
+						o.nearServers, o.nearServerWeight, o.nearBase = ns, w, base
+					}})
+				}
+			}
+		}
+		for _, v := range variants {
+			t.Logf("%-40.40s %s", v.name, roomCurve(t, sets, v))
+		}
+		return
+	}
 	for _, v := range variants {
 		t.Logf("%-40.40s %s", v.name, summary(evalVariant(t, sets, v)))
 	}
+}
+
+// roomCurve is, per set, the share of answerable queries whose primary is
+// a hit or among the names offered in 500, 1000, 1500, 2000 and 2500 bytes.
+func roomCurve(t *testing.T, sets []evalSet, v variant) string {
+	t.Helper()
+	o := defaultOptions()
+	if v.mod != nil {
+		v.mod(&o)
+	}
+	ix, err := build(testCatalog(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rooms := []int{500, 1000, 1500, 2000, 2500}
+	var parts []string
+	for _, s := range sets {
+		if s.qs == nil {
+			continue
+		}
+		named := make([]int, len(rooms))
+		n := 0
+		for _, q := range s.qs {
+			if q.Style == "none" {
+				continue
+			}
+			n++
+			for k, room := range rooms {
+				res, err := ix.Search(context.Background(), Query{Text: q.Query, Room: func([]Hit) int { return room }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := slices.ContainsFunc(res.Hits, func(h Hit) bool { return h.Entry.Name == q.Primary })
+				for _, sv := range res.Servers {
+					in = in || slices.Contains(sv.More, q.Primary)
+				}
+				if in {
+					named[k]++
+				}
+			}
+		}
+		var fs []string
+		for k := range rooms {
+			fs = append(fs, fmt.Sprintf("%.2f", float64(named[k])/float64(n)))
+		}
+		parts = append(parts, s.name+" "+strings.Join(fs, " "))
+	}
+	return strings.Join(parts, " | ")
 }
 
 func withWeight(w map[string]int, field string, n int) map[string]int {

@@ -53,12 +53,14 @@ type options struct {
 	alsoDepth        int     // candidates past the reranked ones, by score alone, also scored
 
 	// Measured and left off (0), kept so TestEvalVariants can show why.
-	serverPrior    float64 // the server's document score added to its entries', as a share of the best bluge score
-	joinWeight     float64 // two query words that are one catalog word written apart: the joined term's weight
-	splitWeight    float64 // a query word the catalog lacks that is two catalog words: their weight
-	feedbackDocs   int     // pseudo-relevance feedback: from this many top candidates
-	feedbackTerms  int     // ... add this many of their name/title/lead terms
-	feedbackWeight float64 // ... at this weight
+	serverPrior       float64 // the server's document score added to its entries', as a share of the best bluge score
+	joinWeight        float64 // two query words that are one catalog word written apart: the joined term's weight
+	splitWeight       float64 // a query word the catalog lacks that is two catalog words: their weight
+	serverRankWeight  float64 // the best servers' rank (document and best candidate) added to their candidates
+	serverRankServers int     // ... of this many servers
+	feedbackDocs      int     // pseudo-relevance feedback: from this many top candidates
+	feedbackTerms     int     // ... add this many of their name/title/lead terms
+	feedbackWeight    float64 // ... at this weight
 
 	vocab *vocabulary // nil: the default vocabulary (evaluation builds others)
 }

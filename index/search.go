@@ -102,6 +102,9 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 				}
 			}
 		}
+		if ix.opts.serverRankWeight > 0 {
+			ix.serverRankPrior(cands, docs, docTop, q.Kinds, only)
+		}
 		res.Weak = ix.coverage(cands[0].i, qts) < ix.opts.weakCoverage
 	}
 	if len(exact) > 0 {
@@ -238,3 +241,26 @@ func (ix *Index) rerank(cands []candidate, qts []queryTerm, docs []float64, best
 }
 
 // queryTerms analyzes text and corrects words the catalog does not have.
+
+// serverRankPrior adds to each candidate of the serverRankServers best
+// servers (ranked by their documents and their best candidates together)
+// that server's share of the best server's score, times serverRankWeight
+// times the best candidate's score, and sorts again: servers first, then
+// tools within them. Measured and left off (TestEvalVariants "rank").
+func (ix *Index) serverRankPrior(cands []candidate, docs []float64, docTop float64, kinds []Kind, only int32) {
+	ranked := ix.rankServers(docs, docTop, cands, kinds, only)
+	if len(ranked) == 0 || ranked[0].score <= 0 {
+		return
+	}
+	boost := map[int32]float64{}
+	for _, r := range ranked[:min(ix.opts.serverRankServers, len(ranked))] {
+		boost[r.sid] = r.score / ranked[0].score
+	}
+	top := cands[0].score
+	for k := range cands {
+		if b, ok := boost[ix.serverOf[cands[k].i]]; ok {
+			cands[k].score += ix.opts.serverRankWeight * top * b
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].score > cands[b].score })
+}
