@@ -30,7 +30,7 @@ func TestFirstSearchWaitsForStartingServers(t *testing.T) {
 		"surface:\n", "surface:\n  search_wait: 20s\n", 1)
 	h := startQuiver(t, cfg, hostOptions{})
 	res := h.search("take a note")
-	if txt := toolresult.Text(res); !strings.Contains(txt, "slow__notes_add") && !strings.Contains(txt, "More in slow: notes_add") {
+	if txt := toolresult.Text(res); !strings.Contains(txt, "slow__notes_add") && !strings.Contains(txt, "\nslow: notes_add") {
 		t.Errorf("the first search missed the starting server's tool:\n%s", toolresult.Text(res))
 	}
 	if got := h.call("later__notes_list", map[string]any{}); got.IsError {
