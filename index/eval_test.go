@@ -44,21 +44,21 @@ import (
 )
 
 // Floors on the judges, a query or three under what the index reaches
-// (fresh: R@5 0.67, R@1 0.54, in answer 0.84; blind: 0.69, 0.47, 0.87), so
+// (fresh: R@5 0.67, R@1 0.54, in answer 0.85; blind: 0.69, 0.47, 0.89), so
 // a change that loses ground on unseen queries fails. They are not the
 // targets of issue 11 (R@5 0.75, R@1 0.50, in answer 0.90), which lexical
 // ranking reaches only for R@1 on the fresh set; docs/BENCHMARKS.md says
 // so. The in-answer floors came down with issue 28: answers of whole
 // server lists named the primary in 0.88 and 0.91 of the judges' answers
 // in 7.1 and 6.8 KB (p50; 8.9 and 9.0 KB p95); budgeted answers of
-// names chosen by score name it in 0.84 and 0.87 in under 3.8 KB.
+// names chosen by score name it in 0.85 and 0.89 in under 3.8 KB.
 const (
 	freshRecall5Floor  = 0.65
 	freshRecall1Floor  = 0.51
 	freshInAnswerFloor = 0.82
 	blindRecall5Floor  = 0.67
 	blindRecall1Floor  = 0.45
-	blindInAnswerFloor = 0.85
+	blindInAnswerFloor = 0.87
 )
 
 const (

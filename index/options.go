@@ -90,8 +90,8 @@ func defaultOptions() options {
 		serverDocWeight:  0.5,
 		nearBytes:        2000,
 		nearServers:      4,
-		nearServerWeight: 0.8,
-		nearBase:         1,
+		nearServerWeight: 0.5,
+		nearBase:         0.5,
 		alsoDepth:        30,
 	}
 }
