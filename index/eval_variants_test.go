@@ -3,8 +3,8 @@ package index
 import (
 	"context"
 	"fmt"
-	"slices"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
