@@ -79,6 +79,27 @@ func TestSearchBindsAndListChanges(t *testing.T) {
 	}
 }
 
+// TestSearchDescribeAndListing: through the real proxy, a server alone
+// lists its tools by name and binds none; describe gives one tool's full
+// input schema, as the server sent it, and binds it.
+func TestSearchDescribeAndListing(t *testing.T) {
+	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
+	h.waitTools("example__current_time")
+	list := toolresult.Text(h.call("search_tools", map[string]any{"server": "example"}))
+	if !strings.HasPrefix(list, "example's ") || !strings.Contains(list, "notes_add") || !strings.Contains(list, "none bound") {
+		t.Fatalf("listing example:\n%s", list)
+	}
+	wantRefusal(t, h.call("example__notes_add", map[string]any{"title": "a", "body": "b"}), "deny.not_bound")
+	desc := toolresult.Text(h.call("search_tools", map[string]any{"describe": "example__notes_add"}))
+	if !strings.HasPrefix(desc, "example__notes_add [mcp] — ") || !strings.Contains(desc, `Input schema (call with call_tool {"name": "example__notes_add"`) ||
+		!strings.Contains(desc, `"required":[`) || !strings.Contains(desc, "Bound for your next step: example__notes_add") {
+		t.Fatalf("describe:\n%s", desc)
+	}
+	if res := h.call("call_tool", map[string]any{"name": "example__notes_add", "arguments": map[string]any{"title": "a", "body": "b"}}); res.IsError {
+		t.Fatalf("the described tool is not bound: %s", toolresult.Text(res))
+	}
+}
+
 func TestBindingExpiresAfterThreeTurns(t *testing.T) {
 	h := startQuiver(t, exampleConfig("auto", ""), hostOptions{})
 	h.waitTools("example__current_time")
