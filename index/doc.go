@@ -6,8 +6,10 @@
 // correction against the catalog's own words, and ranks hits with BM25F
 // over weighted fields plus a plain
 // "weak match" verdict. It ranks servers too — a server's document is its
-// tools' text and what it says about itself — so that an answer can name
-// the other tools of the servers that fit best. It also finds the closest
+// tools' text and what it says about itself — and offers the likeliest
+// names past the hits, by one score (a ranked candidate's, or its
+// server's standing for the best servers' tools), in the room the caller's
+// answer leaves. It lists a server's entries on request. It also finds the closest
 // exposed names for "no such tool" answers. It never touches the network,
 // loads no model weights, writes nothing to disk, knows nothing of
 // sessions, bindings or policy, and an Index never changes after Build: a
