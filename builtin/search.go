@@ -141,15 +141,16 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	case args.Query == "":
 		return st.list(ctx, key, args.Server, kinds)
 	}
+	memo := &schemaMemo{}
 	res, err := st.Index.Search(ctx, index.Query{Text: args.Query, Kinds: kinds, Server: args.Server, Limit: args.Limit,
-		Room: st.room(args.Query, len(st.Pending) > 0)})
+		Room: st.room(args.Query, len(st.Pending) > 0, memo)})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
 		return noServer(args.Server)
 	}
-	return st.answer(ctx, key, args.Query, args.Server, kinds, res)
+	return st.answer(ctx, key, args.Query, args.Server, kinds, res, memo)
 }
 
 func noServer(name string) *mcp.CallToolResult {
@@ -195,7 +196,7 @@ const answerBytes = 3800
 
 // room is the index's Query.Room for a search's answer: what is left of
 // answerBytes once the answer holds hits, rendered as answer renders them.
-func (st SearchTool) room(query string, pending bool) func([]index.Hit) int {
+func (st SearchTool) room(query string, pending bool, memo *schemaMemo) func([]index.Hit) int {
 	return func(hits []index.Hit) int {
 		lines, _, _ := st.hitLines(hits)
 		var bindable []string
@@ -204,7 +205,7 @@ func (st SearchTool) room(query string, pending bool) func([]index.Hit) int {
 				bindable = append(bindable, h.Entry.Name)
 			}
 		}
-		sch, _ := st.schemaLines(bindable)
+		sch, _ := memo.lines(st, bindable)
 		used := len(weakHead(query, pending)) + len(lines) + len(boundLine(bindable)) + len(sch) + len(unboundNote)
 		if len(st.Pending) > 0 {
 			used += 1 + len(pendingNote(st.Pending))
@@ -280,6 +281,25 @@ func (st SearchTool) schemaLines(bound []string) (string, map[string]string) {
 	return text.String(), params
 }
 
+// schemaMemo keeps the parameter lines room rendered, so that the answer
+// with the same bound tools does not parse their schemas again.
+type schemaMemo struct {
+	names  []string
+	text   string
+	params map[string]string
+}
+
+func (m *schemaMemo) lines(st SearchTool, names []string) (string, map[string]string) {
+	if m.params == nil || !slices.Equal(m.names, names) {
+		m.names = slices.Clone(names)
+		m.text, m.params = st.schemaLines(names)
+		if m.params == nil {
+			m.params = map[string]string{}
+		}
+	}
+	return m.text, m.params
+}
+
 // answer is a search's answer. Every byte is to earn its place, so it is
 // laid out by what the next step needs (docs/ARCHITECTURE.md, "Search
 // answers"): the hits, one line each; the likeliest other names, chosen by
@@ -287,7 +307,7 @@ func (st SearchTool) schemaLines(bound []string) (string, map[string]string) {
 // what was bound; the bound tools' parameters, one line each. A tool's
 // full schema and a server's whole tool list are one request away
 // (describe; server without a query).
-func (st SearchTool) answer(_ context.Context, key, query, server string, kinds []index.Kind, res index.Result) *mcp.CallToolResult {
+func (st SearchTool) answer(_ context.Context, key, query, server string, kinds []index.Kind, res index.Result, memo *schemaMemo) *mcp.CallToolResult {
 	bound := st.bind(key, res.Hits, res.Weak)
 	var text strings.Builder
 	var hits []map[string]any
@@ -340,7 +360,7 @@ func (st SearchTool) answer(_ context.Context, key, query, server string, kinds 
 		text.WriteString("\n" + pendingNote(st.Pending))
 		structured["pending"] = st.Pending
 	}
-	if sch, params := st.schemaLines(bound); sch != "" {
+	if sch, params := memo.lines(st, bound); sch != "" {
 		text.WriteString(sch)
 		structured["params"] = params
 	}
