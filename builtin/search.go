@@ -103,7 +103,8 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	case args.Describe != "" && (args.Query != "" || args.Server != ""):
 		return Refusal(gate.CodeArgsInvalid, `describe takes a tool's exact name alone, e.g. {"describe": "github__create_issue"}; send a query in another search.`)
 	case args.Query == "" && args.Describe == "" && args.Server == "":
-		return Refusal(gate.CodeArgsInvalid, `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}.`)
+		return Refusal(gate.CodeArgsInvalid, `search_tools needs a query: say in a few words what you need, e.g. {"query": "create a github issue"}; `+
+			`or {"server": "github"} alone for a server's tools, or {"describe": "github__create_issue"} for one tool's full schema.`)
 	}
 	if n := utf8.RuneCountInString(args.Query); n > maxQuery {
 		// A query is a few words; a megabyte of them cost seconds of
@@ -129,7 +130,7 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	case args.Describe != "":
 		scope, words = "describe", args.Describe
 	case args.Query == "":
-		scope = "list@" + args.Server
+		scope, words = "list", args.Server
 	}
 	key := searchKey(words, scope)
 	if res := st.guard(key, words); res != nil {
