@@ -36,6 +36,10 @@ var funcs = template.FuncMap{
 	"join":  strings.Join,
 	"lower": strings.ToLower,
 	"pages": func() []string { return []string{"Approvals", "Tools", "Search", "Audit", "Grants"} },
+	// A model's words are shown apart from quiver's card, labelled, and
+	// quoted as the CLI and the host's card quote them (gate.ModelSays).
+	"modelSaysLabel": func() string { return gate.ModelSaysLabel },
+	"quote":          strconv.Quote,
 }
 
 func staticFS() fs.FS {

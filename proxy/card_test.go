@@ -94,7 +94,7 @@ func outsideFile(t *testing.T, name string) (inside, file string) {
 // read everything under it, which the card never said).
 func TestCardSaysWhatASessionApprovalGrants(t *testing.T) {
 	got := card("fs__list_directory", gate.Decision{Class: gate.ClassRead, Reason: "r",
-		Needs: []gate.Need{{Capability: gate.CapReadOutside, Path: "/"}}})
+		Needs: []gate.Need{{Capability: gate.CapReadOutside, Path: "/"}}}).Quiver
 	if want := `Allow for this session grants, until the session ends: read_outside_fence of "/" and everything under it, by any tool.`; !strings.Contains(got, want) {
 		t.Fatalf("card lacks %q:\n%s", want, got)
 	}
