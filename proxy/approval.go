@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -141,7 +143,7 @@ func card(tool string, d gate.Decision) approvalCard {
 		b.WriteString("\nPaths:")
 	}
 	for _, rp := range d.Resolved {
-		paths[rp.Arg] = true
+		paths[rp.Raw] = true
 		where := fmt.Sprintf("%q", rp.Path)
 		switch {
 		case rp.Unresolved != "":
@@ -195,27 +197,64 @@ func card(tool string, d gate.Decision) approvalCard {
 	return approvalCard{Quiver: b.String(), Model: d.Justification}
 }
 
-// previewBytes is how much of each argument a card shows.
-const previewBytes = 200
+// previewBytes is how much of each string a card shows; previewValues is
+// how many values it shows before it says how many it left out, and
+// previewDepth how deep it looks.
+const (
+	previewBytes  = 200
+	previewValues = 64
+	previewDepth  = 32
+)
 
-// argPreview is one line per argument that is not a path: its name and
-// the start of its value, so a write's content or an edit is on the card.
-func argPreview(args json.RawMessage, skip map[string]bool) []string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil {
+// argPreview is one line per value in the arguments, at any depth, that
+// is not a path the card lists already: where it is (ops[0].text) and
+// its start, quoted. A write's content is on the card wherever the
+// arguments put it (issue 22: {ops: [{target, text}]} showed the target
+// and never the text). Past previewValues values the card says how many
+// it left out, so a person knows there is more than it shows.
+func argPreview(args json.RawMessage, shownPaths map[string]bool) []string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var top map[string]any
+	if dec.Decode(&top) != nil {
 		return nil
 	}
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if skip[k] {
-			continue
+	p := preview{paths: shownPaths}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		p.walk(previewKey("", k), top[k], 0)
+	}
+	if p.left > 0 {
+		p.lines = append(p.lines, fmt.Sprintf("… and %d more values (%d bytes of text) not shown; the arguments digest covers them all.", p.left, p.leftBytes))
+	}
+	return p.lines
+}
+
+type preview struct {
+	paths           map[string]bool
+	lines           []string
+	left, leftBytes int
+}
+
+func (p *preview) add(line string, size int) {
+	if len(p.lines) >= previewValues {
+		p.left++
+		p.leftBytes += size
+		return
+	}
+	p.lines = append(p.lines, line)
+}
+
+func (p *preview) walk(at string, v any, depth int) {
+	if depth > previewDepth {
+		p.add(fmt.Sprintf("- %q: … (nested deeper than %d levels, not shown)", at, previewDepth), 0)
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		if p.paths[x] {
+			return // on the card already, under Paths
 		}
-		v := m[k]
-		var str string
-		if json.Unmarshal(v, &str) != nil {
-			str = string(v) // a number, an object, a list of edits: as JSON
-		}
-		more := ""
+		str, more := x, ""
 		if len(str) > previewBytes {
 			cut := previewBytes
 			for cut > 0 && !utf8.RuneStart(str[cut]) {
@@ -224,9 +263,42 @@ func argPreview(args json.RawMessage, skip map[string]bool) []string {
 			more = fmt.Sprintf(" … (%d bytes in all)", len(str))
 			str = str[:cut]
 		}
-		out = append(out, fmt.Sprintf("- %q: %q%s", k, str, more))
+		p.add(fmt.Sprintf("- %q: %q%s", at, str, more), len(x))
+	case []any:
+		if len(x) == 0 {
+			p.add(fmt.Sprintf("- %q: []", at), 0)
+		}
+		for i, e := range x {
+			p.walk(fmt.Sprintf("%s[%d]", at, i), e, depth+1)
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			p.add(fmt.Sprintf("- %q: {}", at), 0)
+		}
+		// {"files": {"/etc/x": "content"}}: a key that is a path is
+		// listed under Paths, and its content is shown here under it.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p.walk(previewKey(at, k), x[k], depth+1)
+		}
+	default: // a number, true, false, null: as JSON
+		b, _ := json.Marshal(x)
+		p.add(fmt.Sprintf("- %q: %s", at, b), 0)
 	}
-	return out
+}
+
+// plainKey is a key that reads unambiguously after a dot.
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// previewKey names key k of the object at: at.k, or at["k"] for a key
+// that is not a plain name (the whole is quoted again on the card).
+func previewKey(at, k string) string {
+	switch {
+	case !plainKey.MatchString(k):
+		return fmt.Sprintf("%s[%q]", at, k)
+	case at == "":
+		return k
+	}
+	return at + "." + k
 }
 
 func orWord(s, def string) string {
