@@ -50,10 +50,10 @@ func staticFS() fs.FS {
 	return sub
 }
 
-// page is what every page's template gets.
+// page is what every page's template gets. It holds no page key: the
+// page's script puts it in each form (operator.go says why).
 type page struct {
 	Title string // also the nav entry shown as current
-	CSRF  string
 	Flash string
 	Data  any
 }
@@ -61,7 +61,7 @@ type page struct {
 func (h *Handler) render(w http.ResponseWriter, name, title, flash string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := h.pages.ExecuteTemplate(w, name, page{Title: title, CSRF: h.csrf, Flash: flash, Data: data}); err != nil {
+	if err := h.pages.ExecuteTemplate(w, name, page{Title: title, Flash: flash, Data: data}); err != nil {
 		h.log.Error("operator page failed", "page", name, "err", err)
 	}
 }

@@ -133,8 +133,8 @@ policy:
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	browse("the approvals page", chromedp.WaitVisible(chromedp.CSS(`#cards`)))
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") {
-		t.Fatalf("the token must leave the address bar for a cookie: %q %v", loc, err)
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") || strings.Contains(loc, "key=") {
+		t.Fatalf("the token must leave the address bar for a cookie, and the page's key for the page's storage: %q %v", loc, err)
 	}
 	base := strings.Split(pageURL, "?")[0]
 
