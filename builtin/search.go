@@ -64,8 +64,17 @@ type SearchTool struct {
 type PendingServer struct {
 	Name   string `json:"name"`
 	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"` // quiver's account
+	// Said is what the server last wrote on stderr before it failed: its
+	// words (and through files it reads, maybe a model's), never quiver's.
+	// Only a search scoped to this server shows it, quoted and labelled;
+	// every other answer leaves it out, so that no server's words ride
+	// along in every answer (issue 22).
+	Said string `json:"stderr,omitempty"`
 }
+
+// maxSaid is how much of a server's last words a scoped search quotes.
+const maxSaid = 1200
 
 // SearchArgs are search_tools' arguments.
 type SearchArgs struct {
@@ -124,6 +133,9 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
+		if i := slices.IndexFunc(st.Pending, func(p PendingServer) bool { return p.Name == args.Server }); i >= 0 {
+			return serverStatus(args.Query, st.Pending[i])
+		}
 		return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
 			"no connected server is named %q; search without \"server\", or use a name a search answer gives after \"More in\".", args.Server))
 	}
@@ -228,7 +240,11 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	structured := map[string]any{"query": args.Query, "hits": hits, "servers": servers, "also": orNone(res.Also), "bound": bound, "weak": res.Weak}
 	if len(st.Pending) > 0 {
 		text.WriteString("\n" + pendingNote(st.Pending))
-		structured["pending"] = st.Pending
+		pending := slices.Clone(st.Pending)
+		for i := range pending {
+			pending[i].Said = ""
+		}
+		structured["pending"] = pending
 	}
 	if st.Schemas != nil && len(bound) > 0 {
 		text.WriteString("\nInput schemas (call them with call_tool {\"name\": ..., \"arguments\": {...}}):")
@@ -376,6 +392,33 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
+// serverStatus answers a search scoped to a server that is not up: why,
+// and for a server that is down its last words on stderr, bounded,
+// quoted and labelled as the server's.
+func serverStatus(query string, p PendingServer) *mcp.CallToolResult {
+	var text string
+	if p.State == "starting" {
+		text = fmt.Sprintf("Server %q is still starting, so its tools cannot be searched yet; search again in a moment.", p.Name)
+	} else {
+		text = fmt.Sprintf("Server %q is down, so its tools cannot be searched: %s", p.Name, firstSentence(p.Reason, maxSaid))
+		if p.Said != "" {
+			said, more := p.Said, ""
+			if len(said) > maxSaid {
+				cut := maxSaid
+				for cut > 0 && !utf8.RuneStart(said[cut]) {
+					cut--
+				}
+				said, more = said[:cut], fmt.Sprintf(" (cut; %d bytes in all)", len(p.Said))
+			}
+			text += fmt.Sprintf("\nIts stderr ended with (the server's words, not quiver's): %q%s", said, more)
+			p.Said = said
+		}
+		text += "\nTell the user if you need its tools (quiver doctor shows the same)."
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)},
+		StructuredContent: map[string]any{"query": query, "hits": []any{}, "bound": []string{}, "pending": []PendingServer{p}}}
+}
+
 // pendingNote names the servers a search could not see: "2 servers are
 // still starting: github, slack; search again in a moment."
 func pendingNote(pending []PendingServer) string {
@@ -402,7 +445,7 @@ func pendingNote(pending []PendingServer) string {
 		parts = append(parts, fmt.Sprintf("%s still starting: %s; search again in a moment.", servers(len(starting)), strings.Join(starting, ", ")))
 	}
 	if len(down) > 0 {
-		parts = append(parts, fmt.Sprintf("%s down, so their tools are missing here: %s; tell the user if you need them (quiver doctor shows why).", servers(len(down)), strings.Join(down, ", ")))
+		parts = append(parts, fmt.Sprintf("%s down, so their tools are missing here: %s; tell the user if you need them (quiver doctor shows why, and so does a search with \"server\" set to one of them).", servers(len(down)), strings.Join(down, ", ")))
 	}
 	return strings.Join(parts, " ")
 }

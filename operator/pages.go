@@ -237,6 +237,7 @@ func (h *Handler) tools(w http.ResponseWriter, r *http.Request) {
 		d.Servers = cat.Servers
 		for i := range d.Servers {
 			d.Servers[i].LastError = h.p.Redact(d.Servers[i].LastError)
+			d.Servers[i].LastWords = h.p.Redact(d.Servers[i].LastWords)
 		}
 		f := strings.ToLower(d.Filter)
 		for _, t := range cat.Tools {
