@@ -38,26 +38,7 @@ func TestUIOpenHandsTheBrowserNoReusableSecret(t *testing.T) {
 	token, _ := url.Parse(strings.TrimSpace(string(out)))
 	tok := token.Query().Get("token")
 
-	argv := filepath.Join(dir, "argv")
-	browser := filepath.Join(dir, "browser.sh")
-	script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %q.tmp && mv %q.tmp %q\n", argv, argv, argv)
-	if err := os.WriteFile(browser, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(quiverBin, "ui", "--open", "--config", cfgPath, "--state-dir", state)
-	cmd.Env = append(os.Environ(), "BROWSER="+browser)
-	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), tok) {
-		t.Fatalf("quiver ui --open: %v (it must not print the token either)\n%s", err, out)
-	}
-	var args []byte
-	deadline := time.Now().Add(10 * time.Second)
-	for args == nil {
-		if args, _ = os.ReadFile(argv); args == nil && time.Now().After(deadline) {
-			t.Fatal("quiver ui --open did not run $BROWSER")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	opened := strings.TrimSpace(string(args))
+	opened := openedByUIOpen(t, cfgPath, state, tok)
 	if strings.Contains(opened, tok) || !strings.HasPrefix(opened, base) || !strings.Contains(opened, "code=") {
 		t.Fatalf("the browser was given %q; want the page's address with a one-time code, never the token", opened)
 	}
@@ -77,5 +58,34 @@ func TestUIOpenHandsTheBrowserNoReusableSecret(t *testing.T) {
 	}
 	if code, session := open(); code != http.StatusUnauthorized || session {
 		t.Fatalf("the code, used again (as another account that read it in /proc would): %d, session %v; want 401", code, session)
+	}
+}
+
+// openedByUIOpen runs quiver ui --open with $BROWSER set to a script that
+// writes down its arguments, and returns the address the browser was
+// given. quiver ui --open must not print tok (the page's token) either.
+func openedByUIOpen(t *testing.T, cfgPath, state, tok string) string {
+	t.Helper()
+	dir := t.TempDir()
+	argv := filepath.Join(dir, "argv")
+	browser := filepath.Join(dir, "browser.sh")
+	script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %q.tmp && mv %q.tmp %q\n", argv, argv, argv)
+	if err := os.WriteFile(browser, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(quiverBin, "ui", "--open", "--config", cfgPath, "--state-dir", state)
+	cmd.Env = append(os.Environ(), "BROWSER="+browser)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), tok) {
+		t.Fatalf("quiver ui --open: %v (it must not print the token either)\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if args, _ := os.ReadFile(argv); args != nil {
+			return strings.TrimSpace(string(args))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("quiver ui --open did not run $BROWSER")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
