@@ -88,10 +88,11 @@ type Handler struct {
 	// sessions are the secrets of the browsers that opened the page with
 	// the token or a code, each with the page key its changes carry; a
 	// cookie is worth nothing unless it is one of these. codes are the
-	// one-time codes not used yet, with when they expire.
+	// one-time codes, with when they expire and, once used, the session
+	// they opened.
 	mu       sync.Mutex
 	sessions map[string]string
-	codes    map[string]time.Time
+	codes    map[string]oneTimeCode
 	pages    *template.Template
 	mux      *http.ServeMux
 	log      *slog.Logger
@@ -101,6 +102,13 @@ type Handler struct {
 // codeTTL is how long a one-time code opens the page: long enough for a
 // browser to start.
 const codeTTL = 2 * time.Minute
+
+// A oneTimeCode is a code Code made: when it expires, and the session it
+// opened once used ("" before).
+type oneTimeCode struct {
+	expires time.Time
+	session string
+}
 
 //go:embed assets
 var assets embed.FS
@@ -140,7 +148,7 @@ func New(p Proxy, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{p: p, opts: opts, sessions: map[string]string{}, codes: map[string]time.Time{},
+	h := &Handler{p: p, opts: opts, sessions: map[string]string{}, codes: map[string]oneTimeCode{},
 		pages: t, mux: http.NewServeMux(), log: opts.Logger, now: time.Now}
 	h.routes()
 	return h, nil
@@ -165,23 +173,57 @@ func (h *Handler) Code() (string, error) {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for c, exp := range h.codes {
-		if now.After(exp) {
+	for c, oc := range h.codes {
+		if now.After(oc.expires) {
 			delete(h.codes, c)
 		}
 	}
-	h.codes[code] = now.Add(codeTTL)
+	h.codes[code] = oneTimeCode{expires: now.Add(codeTTL)}
 	return code, nil
 }
 
-// useCode reports whether code is a one-time code not used yet and not
-// expired, and uses it up.
+// useCode uses code up: it reports whether code opens the page (made by
+// Code, not expired, not used). A code used a second time is one two
+// parties hold, as when another account read it in the opener's
+// arguments and raced the browser to it: the session the first use
+// opened is closed too, whoever holds it, and the person, refused,
+// opens the page again.
 func (h *Handler) useCode(code string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	exp, ok := h.codes[code]
-	delete(h.codes, code)
-	return ok && !h.now().After(exp)
+	oc, ok := h.codes[code]
+	if !ok || h.now().After(oc.expires) {
+		return false
+	}
+	if oc.session != "" {
+		delete(h.sessions, oc.session)
+		oc.session = burnedCode // a session still being made is closed as it is recorded
+		h.codes[code] = oc
+		return false
+	}
+	oc.session = pendingSession
+	h.codes[code] = oc
+	return true
+}
+
+// pendingSession marks a code used while its session is being made;
+// burnedCode, a code used twice.
+const (
+	pendingSession = "-"
+	burnedCode     = "!"
+)
+
+// codeOpened records the session code opened.
+func (h *Handler) codeOpened(code, sess string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch oc := h.codes[code]; oc.session {
+	case pendingSession:
+		oc.session = sess
+		h.codes[code] = oc
+	case burnedCode:
+		delete(h.sessions, sess)
+	}
 }
 
 func (h *Handler) routes() {
@@ -235,7 +277,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Del("token")
 		q.Del("code")
-		h.open(w, r, q)
+		if sess, ok := h.open(w, r, q); ok && tok == "" {
+			h.codeOpened(code, sess)
+		}
 		return
 	}
 	c, err := r.Cookie(cookieName(r))
@@ -269,16 +313,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // page's key, in the fragment of the address it is sent on to. A
 // fragment is never sent to a server: the page's script keeps the key
 // in its origin's storage and drops it from the address.
-func (h *Handler) open(w http.ResponseWriter, r *http.Request, rest url.Values) {
+func (h *Handler) open(w http.ResponseWriter, r *http.Request, rest url.Values) (string, bool) {
 	sess, err := randomHex(24)
 	if err != nil {
 		h.fail(w, http.StatusInternalServerError, err)
-		return
+		return "", false
 	}
 	key, err := randomHex(24)
 	if err != nil {
 		h.fail(w, http.StatusInternalServerError, err)
-		return
+		return "", false
 	}
 	h.mu.Lock()
 	h.sessions[sess] = key
@@ -288,6 +332,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, rest url.Values) 
 	u.RawQuery = rest.Encode()
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, u.RequestURI()+"#key="+key, http.StatusSeeOther)
+	return sess, true
 }
 
 // mintCode answers POST /code, which carries the token as a bearer token
@@ -311,7 +356,7 @@ func (h *Handler) mintCode(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) codeUsed(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	w.Write([]byte("quiver: this address's code was used already or has expired (a code opens the page once). Run quiver ui --open again, or open the address quiver ui prints.\n"))
+	w.Write([]byte("quiver: this address's code was used already or has expired (a code opens the page once; used twice, the page it opened is closed too). Run quiver ui --open again, or open the address quiver ui prints.\n"))
 }
 
 func (h *Handler) tokenOK(tok string) bool {

@@ -78,13 +78,19 @@ func TestACodeOpensThePageOnce(t *testing.T) {
 		!strings.HasPrefix(loc, "/approvals#key=") {
 		t.Fatalf("a fresh code: %d, Location %q, cookies %v; want 303 to the page, a session and the page's key", res.StatusCode, loc, res.Cookies())
 	}
+	first := &http.Client{Jar: &oneCookie{c: res.Cookies()[0]}}
+	f.get(first, "/approvals")
 	if body := f.do(plain, "GET", "/approvals?code="+code, nil, nil, http.StatusUnauthorized); !strings.Contains(body, "used already") {
 		t.Errorf("a used code must be refused, saying so: %q", body)
 	}
+	// Used twice, a code was held by two: whoever used it first (another
+	// account that read it in the opener's arguments and raced the
+	// browser) loses the page too.
+	f.do(first, "GET", "/approvals", nil, nil, http.StatusUnauthorized)
 	// A code not used in time expires.
 	late, _ := f.h.Code()
 	f.h.mu.Lock()
-	f.h.codes[late] = time.Now().Add(-time.Second)
+	f.h.codes[late] = oneTimeCode{expires: time.Now().Add(-time.Second)}
 	f.h.mu.Unlock()
 	f.do(plain, "GET", "/approvals?code="+late, nil, nil, http.StatusUnauthorized)
 }
