@@ -31,9 +31,7 @@ func TestAReplayedCookieDecidesNothing(t *testing.T) {
 		if strings.Contains(body, key) {
 			t.Fatalf("%s, asked with the cookie alone, holds the page's key", path)
 		}
-		for _, m := range regexp.MustCompile(`[0-9a-f]{32,}`).FindAllString(body, -1) {
-			seen = append(seen, m)
-		}
+		seen = append(seen, regexp.MustCompile(`[0-9a-f]{32,}`).FindAllString(body, -1)...)
 	}
 	own := map[string]string{"Origin": f.srv.URL}
 	decide := "/approvals/" + itoa(f.ask.ID)
