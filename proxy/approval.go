@@ -167,8 +167,11 @@ func card(tool string, d gate.Decision) approvalCard {
 		}
 	}
 	if d.Class != gate.ClassRead {
-		for _, line := range argPreview(d.Args, paths) {
-			b.WriteString("\n" + line)
+		if lines := argPreview(d.Args, paths); len(lines) > 0 {
+			b.WriteString("\nArguments (the model's, quoted):")
+			for _, line := range lines {
+				b.WriteString("\n" + line)
+			}
 		}
 	}
 	if d.Digest != "" {
