@@ -374,7 +374,7 @@ func (h *Handler) session(sess string) (string, bool) {
 func (h *Handler) unauthorized(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	w.Write([]byte("quiver: this page needs its token. Open the address that `quiver ui` prints, which carries it (a cookie from an earlier run of quiver is not enough).\n"))
+	w.Write([]byte("quiver: this page needs its token. Run `quiver ui --open`, or open the address that `quiver ui` prints, which carries it (a cookie from an earlier run of quiver is not enough).\n"))
 }
 
 // sameOriginReferer accepts a change whose browser sent no Origin but a

@@ -219,7 +219,8 @@ func oneTimeAddress(ctx context.Context, withToken string) (string, error) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
 	if res.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("the operator page gave no one-time code (%s): %s", res.Status, strings.TrimSpace(string(b)))
+		return "", fmt.Errorf("the operator page gave no one-time code (%s: %s); if quiver serve is older than this quiver, restart it, or open the address quiver ui prints",
+			res.Status, strings.TrimSpace(string(b)))
 	}
 	u.Path = "/approvals"
 	u.RawQuery = url.Values{"code": {strings.TrimSpace(string(b))}}.Encode()
