@@ -242,6 +242,11 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /audit", h.audit)
 	h.mux.HandleFunc("GET /grants", h.grants)
 	h.mux.HandleFunc("POST /grants/{id}/revoke", h.revoke)
+	// The page's script asks whether a key handed to it in an address is
+	// this session's (ServeHTTP checks it as it checks every change), so
+	// that a page that sends the browser here with a key of its own does
+	// not replace the real one.
+	h.mux.HandleFunc("POST /session/key", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	h.mux.Handle("GET /static/", http.FileServerFS(staticFS()))
 }
 

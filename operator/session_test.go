@@ -48,6 +48,10 @@ func TestAReplayedCookieDecidesNothing(t *testing.T) {
 	// Another browser's key is not this session's.
 	f.client()
 	f.do(page, "POST", decide, url.Values{"decision": {"once"}, "csrf": {f.key}}, own, http.StatusForbidden)
+	// The page's script keeps a key from an address only if it is this
+	// session's: another page can send the browser here with its own.
+	f.do(page, "POST", "/session/key", url.Values{"csrf": {key}}, own, http.StatusNoContent)
+	f.do(page, "POST", "/session/key", url.Values{"csrf": {f.key}}, own, http.StatusForbidden)
 	// The page, with its key, decides.
 	f.do(page, "POST", decide, url.Values{"decision": {"once"}, "csrf": {key}}, own, http.StatusSeeOther)
 	if st := f.state(); st != gate.Approved {

@@ -245,6 +245,21 @@ policy:
 			t.Fatalf("a replayed cookie with the page's Origin answered the card: %d", code)
 		}
 	}
+	// Another page can send the browser to the page with a key of its
+	// own in the address: the page keeps its real key (the click below
+	// needs it).
+	browse("a key from another page", chromedp.Navigate(base+"approvals?from=elsewhere#key=0123456789abcdef0123456789abcdef"),
+		chromedp.WaitVisible(chromedp.CSS(`article.card.waiting`)))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		held, err := chromedp.Run(ctx, chromedp.Evaluate[string](`localStorage.getItem("quiver-page-key") || ""`))
+		if err == nil && held != "" && held != "0123456789abcdef0123456789abcdef" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page kept a key another page sent it: %q %v", held, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	answer(plan, "once", "approvals")
 	if res := result(done); res.IsError || !strings.Contains(toolresult.Text(res), "ship the operator page on Tuesday") {
 		t.Fatalf("after Allow once the host must get the file: %s", toolresult.Text(res))

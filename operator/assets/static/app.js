@@ -11,8 +11,25 @@
 (function () {
   var KEY = "quiver-page-key";
   if (location.hash.indexOf("#key=") === 0) {
-    try { localStorage.setItem(KEY, location.hash.slice(5)); } catch (e) { /* no storage: changes are refused, with why */ }
+    var fresh = location.hash.slice(5), before = null;
     history.replaceState(null, "", location.pathname + location.search);
+    try {
+      before = localStorage.getItem(KEY);
+      localStorage.setItem(KEY, fresh);
+    } catch (e) { /* no storage: changes are refused, with why */ }
+    // Any page can send the browser here with a key of its choosing: keep
+    // it only if it is this session's, else the one held before.
+    fetch("/session/key", { method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "csrf=" + encodeURIComponent(fresh) }).then(function (r) {
+      if (r.status !== 204) throw new Error("not this session's key");
+    }).catch(function () {
+      try {
+        if (localStorage.getItem(KEY) === fresh) {
+          if (before === null) localStorage.removeItem(KEY); else localStorage.setItem(KEY, before);
+        }
+      } catch (e) { /* nothing kept */ }
+    });
   }
   document.addEventListener("submit", function (ev) {
     var field = ev.target.querySelector('input[name="csrf"]');
