@@ -64,8 +64,17 @@ type SearchTool struct {
 type PendingServer struct {
 	Name   string `json:"name"`
 	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"` // quiver's account
+	// Said is what the server last wrote on stderr before it failed: its
+	// words (and through files it reads, maybe a model's), never quiver's.
+	// Only a search scoped to this server shows it, quoted and labelled;
+	// every other answer leaves it out, so that no server's words ride
+	// along in every answer (issue 22).
+	Said string `json:"stderr,omitempty"`
 }
+
+// maxSaid is how much of a server's last words a scoped search quotes.
+const maxSaid = 1200
 
 // SearchArgs are search_tools' arguments: a query (within a server when
 // Server is set), a server alone (its tools listed), or a tool to describe.
@@ -149,12 +158,17 @@ func (st SearchTool) Call(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
-		return noServer(args.Server)
+		return st.noServer(args.Query, args.Server)
 	}
 	return st.answer(ctx, key, args.Query, args.Server, kinds, res, memo)
 }
 
-func noServer(name string) *mcp.CallToolResult {
+// noServer answers a search scoped to a server the index does not have:
+// its status when it is starting or down, else a refusal naming the way.
+func (st SearchTool) noServer(query, name string) *mcp.CallToolResult {
+	if i := slices.IndexFunc(st.Pending, func(p PendingServer) bool { return p.Name == name }); i >= 0 {
+		return serverStatus(query, st.Pending[i])
+	}
 	return Refusal(gate.CodeArgsInvalid, fmt.Sprintf(
 		"no connected server is named %q; search without \"server\", or use a server's name as a search answer gives it (\"github: ...\").", name))
 }
@@ -359,7 +373,11 @@ func (st SearchTool) answer(_ context.Context, key, query, server string, kinds 
 	structured := map[string]any{"query": query, "hits": hits, "servers": servers, "bound": bound, "weak": res.Weak}
 	if len(st.Pending) > 0 {
 		text.WriteString("\n" + pendingNote(st.Pending))
-		structured["pending"] = st.Pending
+		pending := slices.Clone(st.Pending)
+		for i := range pending {
+			pending[i].Said = ""
+		}
+		structured["pending"] = pending
 	}
 	if sch, params := memo.lines(st, bound); sch != "" {
 		text.WriteString(sch)
@@ -430,7 +448,7 @@ func (st SearchTool) list(ctx context.Context, key, server string, kinds []index
 		return mcp.NewToolResultError(fmt.Sprintf("search failed: %v", err))
 	}
 	if res.NoServer {
-		return noServer(server)
+		return st.noServer("", server)
 	}
 	st.remember(key, nil)
 	var names []string
@@ -614,6 +632,33 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 func round(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
+// serverStatus answers a search scoped to a server that is not up: why,
+// and for a server that is down its last words on stderr, bounded,
+// quoted and labelled as the server's.
+func serverStatus(query string, p PendingServer) *mcp.CallToolResult {
+	var text string
+	if p.State == "starting" {
+		text = fmt.Sprintf("Server %q is still starting, so its tools cannot be searched yet; search again in a moment.", p.Name)
+	} else {
+		text = fmt.Sprintf("Server %q is down, so its tools cannot be searched: %s", p.Name, firstSentence(p.Reason, maxSaid))
+		if p.Said != "" {
+			said, more := p.Said, ""
+			if len(said) > maxSaid {
+				cut := maxSaid
+				for cut > 0 && !utf8.RuneStart(said[cut]) {
+					cut--
+				}
+				said, more = said[:cut], fmt.Sprintf(" (cut; %d bytes in all)", len(p.Said))
+			}
+			text += fmt.Sprintf("\nIts stderr ended with (the server's words, not quiver's): %q%s", said, more)
+			p.Said = said
+		}
+		text += "\nTell the user if you need its tools (quiver doctor shows the same)."
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)},
+		StructuredContent: map[string]any{"query": query, "hits": []any{}, "bound": []string{}, "pending": []PendingServer{p}}}
+}
+
 // pendingNote names the servers a search could not see: "2 servers are
 // still starting: github, slack; search again in a moment."
 func pendingNote(pending []PendingServer) string {
@@ -640,7 +685,7 @@ func pendingNote(pending []PendingServer) string {
 		parts = append(parts, fmt.Sprintf("%s still starting: %s; search again in a moment.", servers(len(starting)), strings.Join(starting, ", ")))
 	}
 	if len(down) > 0 {
-		parts = append(parts, fmt.Sprintf("%s down, so their tools are missing here: %s; tell the user if you need them (quiver doctor shows why).", servers(len(down)), strings.Join(down, ", ")))
+		parts = append(parts, fmt.Sprintf("%s down, so their tools are missing here: %s; tell the user if you need them (quiver doctor shows why, and so does a search with \"server\" set to one of them).", servers(len(down)), strings.Join(down, ", ")))
 	}
 	return strings.Join(parts, " ")
 }

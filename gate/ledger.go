@@ -328,7 +328,8 @@ func (l *Ledger) init(ctx context.Context) error {
 
 // migrate adds the columns a ledger made by an older quiver lacks: a
 // call's journal sequence number (how read-back knows a start, journal.go)
-// and a run's process start time (how a reused pid is told apart).
+// and a run's process start time (how a reused pid is told apart); and
+// moves what an older quiver filed in the wrong column.
 func migrate(ctx context.Context, tx *sql.Tx) error {
 	for _, c := range []struct{ table, column string }{{"calls", "seq"}, {"runs", "pid_start"}} {
 		var n int
@@ -339,6 +340,14 @@ func migrate(ctx context.Context, tx *sql.Tx) error {
 		if err != nil {
 			return fmt.Errorf("add %s.%s: %w", c.table, c.column, err)
 		}
+	}
+	// An older quiver filed request_capability's reason (the model's
+	// words, the only request with no digest) as the card itself: it
+	// moves to where every reader shows it quoted and labelled as the
+	// model's (issue 22). A newer request always has its reason in
+	// justification, so this touches old rows only.
+	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET justification = reason, reason = '' WHERE digest = '' AND justification = '' AND reason <> ''`); err != nil {
+		return fmt.Errorf("move old requests' reasons: %w", err)
 	}
 	return nil
 }

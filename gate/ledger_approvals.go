@@ -43,19 +43,41 @@ func (l *Ledger) ExpireApprovals(ctx context.Context, session string) (int64, er
 // An Approval is a request for a person's decision, numbered so that
 // `quiver approve N` can answer it from another process.
 type Approval struct {
-	ID            int64         `json:"id"`
-	Session       string        `json:"session"`
-	Tool          string        `json:"tool"`
-	Capability    string        `json:"capability"`
-	Path          string        `json:"path,omitempty"` // the first path asked about
-	Needs         []Need        `json:"needs"`
-	Digest        string        `json:"digest,omitempty"`
-	Justification string        `json:"justification,omitempty"`
-	Reason        string        `json:"reason"`
-	Created       time.Time     `json:"created"`
-	State         ApprovalState `json:"state"`
-	Lifetime      Lifetime      `json:"lifetime,omitempty"`
-	Resolved      time.Time     `json:"resolved,omitzero"`
+	ID         int64  `json:"id"`
+	Session    string `json:"session"`
+	Tool       string `json:"tool"`
+	Capability string `json:"capability"`
+	Path       string `json:"path,omitempty"` // the first path asked about
+	Needs      []Need `json:"needs"`
+	Digest     string `json:"digest,omitempty"`
+	// Justification is the model's own words for the request (an
+	// execution call's justification, request_capability's reason). It
+	// is never part of Reason: whatever shows a request to a person shows
+	// it apart, quoted and labelled by ModelSays, so it cannot pass for
+	// quiver's text (issue 22: a reason stored as the card sat in the
+	// box quiver's own cards use).
+	Justification string `json:"justification,omitempty"`
+	// Reason is quiver's card: the text quiver wrote about the request,
+	// in which anything a model chose (a path, an argument) is quoted.
+	Reason   string        `json:"reason"`
+	Created  time.Time     `json:"created"`
+	State    ApprovalState `json:"state"`
+	Lifetime Lifetime      `json:"lifetime,omitempty"`
+	Resolved time.Time     `json:"resolved,omitzero"`
+}
+
+// ModelSaysLabel introduces a model's own words wherever a request is
+// shown to a person.
+const ModelSaysLabel = "The model says (its words, not quiver's)"
+
+// ModelSays is the line that shows a model's words s on a card: labelled
+// as the model's and quoted with %q, so that no character in s lays out
+// a line or a heading of its own. "" when s is.
+func ModelSays(s string) string {
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s: %q", ModelSaysLabel, s)
 }
 
 // RequestApproval files a pending approval for an ask decision (or returns

@@ -10,21 +10,26 @@
 // nothing here keeps a second copy of a query.
 //
 // The page runs tools with the user's rights, so it is guarded like a
-// door: a random token in the address "quiver ui" prints opens it once per
-// browser, which then holds a session secret of its own in a cookie (so
-// the token in an address is not what a browser keeps, nor what it sends
-// to every other server on 127.0.0.1, cookies being blind to ports);
-// every change carries a CSRF token and must come from the page's own
-// origin; and the Host header must name a loopback host, or beyond
-// loopback be an IP address, never a name (DNS rebinding). Beyond
-// loopback, the token is the HTTP auth token the operator set.
+// door: a random token in the address "quiver ui" prints, or a one-time
+// code "quiver ui --open" hands the browser (argv is readable by every
+// account on the machine, so it carries nothing reusable), opens it once
+// per browser. The browser then holds two secrets of its own: a session
+// in a cookie, which lets it read the pages, and the page's key, which
+// only the page's own script holds (in the origin's storage, which is
+// per port) and every change must carry. Cookies are blind to ports, so
+// every other server on 127.0.0.1 the browser visits is sent the session;
+// the key it never sees, and no response to the cookie holds it: a
+// replayed cookie reads, it never decides. Every change must also come
+// from the page's own origin, and the Host header must name a loopback
+// host, or beyond loopback be an IP address, never a name (DNS
+// rebinding). Beyond loopback, the token is the HTTP auth token the
+// operator set.
 package operator
 
 import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -38,6 +43,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -79,14 +85,29 @@ type Options struct {
 type Handler struct {
 	p    Proxy
 	opts Options
-	csrf string
 	// sessions are the secrets of the browsers that opened the page with
-	// the token; a cookie is worth nothing unless it is one of these.
+	// the token or a code, each with the page key its changes carry; a
+	// cookie is worth nothing unless it is one of these. codes are the
+	// one-time codes, with when they expire and, once used, the session
+	// they opened.
 	mu       sync.Mutex
-	sessions map[string]bool
+	sessions map[string]string
+	codes    map[string]oneTimeCode
 	pages    *template.Template
 	mux      *http.ServeMux
 	log      *slog.Logger
+	now      func() time.Time
+}
+
+// codeTTL is how long a one-time code opens the page: long enough for a
+// browser to start.
+const codeTTL = 2 * time.Minute
+
+// A oneTimeCode is a code Code made: when it expires, and the session it
+// opened once used ("" before).
+type oneTimeCode struct {
+	expires time.Time
+	session string
 }
 
 //go:embed assets
@@ -120,12 +141,6 @@ func New(p Proxy, opts Options) (*Handler, error) {
 		}
 		opts.Token = tok
 	}
-	// The CSRF token comes from a key that never leaves the process, not
-	// from the page token: knowing an address does not forge a form.
-	key, err := randomHex(32)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -133,10 +148,8 @@ func New(p Proxy, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	mac := hmac.New(sha256.New, []byte(key))
-	mac.Write([]byte("csrf"))
-	h := &Handler{p: p, opts: opts, csrf: hex.EncodeToString(mac.Sum(nil)), sessions: map[string]bool{},
-		pages: t, mux: http.NewServeMux(), log: opts.Logger}
+	h := &Handler{p: p, opts: opts, sessions: map[string]string{}, codes: map[string]oneTimeCode{},
+		pages: t, mux: http.NewServeMux(), log: opts.Logger, now: time.Now}
 	h.routes()
 	return h, nil
 }
@@ -147,6 +160,70 @@ func (h *Handler) Token() string { return h.opts.Token }
 // URL is the address that opens the page on a server listening at addr.
 func (h *Handler) URL(addr string) string {
 	return "http://" + addr + "/?token=" + url.QueryEscape(h.opts.Token)
+}
+
+// Code returns a new one-time code that opens the page once, within
+// codeTTL: what "quiver ui --open" puts in the browser's arguments
+// instead of the token (POST /code, with the token as a bearer token).
+func (h *Handler) Code() (string, error) {
+	code, err := randomHex(24)
+	if err != nil {
+		return "", err
+	}
+	now := h.now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c, oc := range h.codes {
+		if now.After(oc.expires) {
+			delete(h.codes, c)
+		}
+	}
+	h.codes[code] = oneTimeCode{expires: now.Add(codeTTL)}
+	return code, nil
+}
+
+// useCode uses code up: it reports whether code opens the page (made by
+// Code, not expired, not used). A code used a second time is one two
+// parties hold, as when another account read it in the opener's
+// arguments and raced the browser to it: the session the first use
+// opened is closed too, whoever holds it, and the person, refused,
+// opens the page again.
+func (h *Handler) useCode(code string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	oc, ok := h.codes[code]
+	if !ok || h.now().After(oc.expires) {
+		return false
+	}
+	if oc.session != "" {
+		delete(h.sessions, oc.session)
+		oc.session = burnedCode // a session still being made is closed as it is recorded
+		h.codes[code] = oc
+		return false
+	}
+	oc.session = pendingSession
+	h.codes[code] = oc
+	return true
+}
+
+// pendingSession marks a code used while its session is being made;
+// burnedCode, a code used twice.
+const (
+	pendingSession = "-"
+	burnedCode     = "!"
+)
+
+// codeOpened records the session code opened.
+func (h *Handler) codeOpened(code, sess string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch oc := h.codes[code]; oc.session {
+	case pendingSession:
+		oc.session = sess
+		h.codes[code] = oc
+	case burnedCode:
+		delete(h.sessions, sess)
+	}
 }
 
 func (h *Handler) routes() {
@@ -165,6 +242,11 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /audit", h.audit)
 	h.mux.HandleFunc("GET /grants", h.grants)
 	h.mux.HandleFunc("POST /grants/{id}/revoke", h.revoke)
+	// The page's script asks whether a key handed to it in an address is
+	// this session's (ServeHTTP checks it as it checks every change), so
+	// that a page that sends the browser here with a key of its own does
+	// not replace the real one.
+	h.mux.HandleFunc("POST /session/key", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	h.mux.Handle("GET /static/", http.FileServerFS(staticFS()))
 }
 
@@ -184,64 +266,120 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "quiver: a request from another site ("+o+") is refused", http.StatusForbidden)
 		return
 	}
-	if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
-		if !h.tokenOK(tok) {
+	if r.Method == http.MethodPost && r.URL.Path == "/code" {
+		h.mintCode(w, r)
+		return
+	}
+	q := r.URL.Query()
+	if tok, code := q.Get("token"), q.Get("code"); (tok != "" || code != "") && r.Method == http.MethodGet {
+		if tok != "" && !h.tokenOK(tok) {
 			h.unauthorized(w)
 			return
 		}
-		// The token leaves the address (history, screen shares) for a
-		// session secret of this browser's own, in a cookie no script
-		// and no other site can read.
-		sess, err := randomHex(24)
-		if err != nil {
-			h.fail(w, http.StatusInternalServerError, err)
+		if tok == "" && !h.useCode(code) {
+			h.codeUsed(w)
 			return
 		}
-		h.mu.Lock()
-		h.sessions[sess] = true
-		h.mu.Unlock()
-		http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		q := r.URL.Query()
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		q.Del("code")
+		if sess, ok := h.open(w, r, q); ok && tok == "" {
+			h.codeOpened(code, sess)
+		}
 		return
 	}
 	c, err := r.Cookie(cookieName(r))
-	if err != nil || !h.sessionOK(c.Value) {
+	key, ok := "", false
+	if err == nil {
+		key, ok = h.session(c.Value)
+	}
+	if !ok {
 		h.unauthorized(w)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		// A change must come from this page: its own origin, and the
-		// CSRF token only its forms carry.
+		// page's key, which only the page's script holds.
 		if r.Header.Get("Origin") == "" && !sameOriginReferer(r) {
 			http.Error(w, "quiver: a change needs the page's Origin header; submit it from the page", http.StatusForbidden)
 			return
 		}
-		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(h.csrf)) {
-			http.Error(w, "quiver: the form's CSRF token is missing or wrong; reload the page and try again", http.StatusForbidden)
+		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(key)) {
+			http.Error(w, "quiver: this change does not carry the page's key. The key is given to the tab that opens the page's address "+
+				"(the one quiver ui prints, or quiver ui --open), and kept by the page's script: open the page that way, with scripts on, and try again.", http.StatusForbidden)
 			return
 		}
 	}
 	h.mux.ServeHTTP(w, r)
 }
 
+// open starts a session for a browser that came with the token or a
+// code: the address loses them (history, screen shares) for a session
+// secret in a cookie no script and no other site can read, and the
+// page's key, in the fragment of the address it is sent on to. A
+// fragment is never sent to a server: the page's script keeps the key
+// in its origin's storage and drops it from the address.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request, rest url.Values) (string, bool) {
+	sess, err := randomHex(24)
+	if err != nil {
+		h.fail(w, http.StatusInternalServerError, err)
+		return "", false
+	}
+	key, err := randomHex(24)
+	if err != nil {
+		h.fail(w, http.StatusInternalServerError, err)
+		return "", false
+	}
+	h.mu.Lock()
+	h.sessions[sess] = key
+	h.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	u := *r.URL
+	u.RawQuery = rest.Encode()
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u.RequestURI()+"#key="+key, http.StatusSeeOther)
+	return sess, true
+}
+
+// mintCode answers POST /code, which carries the token as a bearer token
+// (never in an address): a one-time code that opens the page once.
+func (h *Handler) mintCode(w http.ResponseWriter, r *http.Request) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || !h.tokenOK(tok) {
+		h.unauthorized(w)
+		return
+	}
+	code, err := h.Code()
+	if err != nil {
+		h.fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte(code + "\n"))
+}
+
+func (h *Handler) codeUsed(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	w.Write([]byte("quiver: this address's code was used already or has expired (a code opens the page once; used twice, the page it opened is closed too). Run quiver ui --open again, or open the address quiver ui prints.\n"))
+}
+
 func (h *Handler) tokenOK(tok string) bool {
 	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.Token)) == 1
 }
 
-func (h *Handler) sessionOK(sess string) bool {
+// session returns the page key of session sess, and whether there is one.
+func (h *Handler) session(sess string) (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.sessions[sess]
+	key, ok := h.sessions[sess]
+	return key, ok
 }
 
 func (h *Handler) unauthorized(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	w.Write([]byte("quiver: this page needs its token. Open the address that `quiver ui` prints, which carries it (a cookie from an earlier run of quiver is not enough).\n"))
+	w.Write([]byte("quiver: this page needs its token. Run `quiver ui --open`, or open the address that `quiver ui` prints, which carries it (a cookie from an earlier run of quiver is not enough).\n"))
 }
 
 // sameOriginReferer accepts a change whose browser sent no Origin but a

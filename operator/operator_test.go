@@ -67,6 +67,9 @@ type fixture struct {
 	srv     *httptest.Server
 	toggles string
 	ask     gate.Approval
+	// key is the page key the last client() was given, which the page's
+	// script puts in every form.
+	key string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -146,6 +149,11 @@ func (f *fixture) client() *http.Client {
 	if cookie.Value == f.h.Token() {
 		f.t.Fatalf("the cookie holds the address's token; want a session secret of the browser's own")
 	}
+	_, key, ok := strings.Cut(res.Header.Get("Location"), "#key=")
+	if !ok || len(key) < 32 || key == cookie.Value {
+		f.t.Fatalf("opening the page must hand its script a key of its own in the address's fragment: Location %q", res.Header.Get("Location"))
+	}
+	f.key = key
 	c.Jar = &oneCookie{c: cookie}
 	return c
 }
@@ -198,7 +206,7 @@ func TestTokenRequired(t *testing.T) {
 			t.Errorf("%s: a 401 must say where the address with the token is: %q", path, body)
 		}
 	}
-	f.do(plain, "POST", "/approvals/1", url.Values{"decision": {"once"}, "csrf": {f.h.csrf}}, map[string]string{"Origin": f.srv.URL}, http.StatusUnauthorized)
+	f.do(plain, "POST", "/approvals/1", url.Values{"decision": {"once"}, "csrf": {f.key}}, map[string]string{"Origin": f.srv.URL}, http.StatusUnauthorized)
 	f.do(plain, "GET", "/approvals", nil, map[string]string{"Cookie": "quiver_operator_" + f.port() + "=wrong"}, http.StatusUnauthorized)
 	f.get(f.client(), "/approvals")
 	if st := f.state(); st != gate.Pending {
@@ -220,9 +228,9 @@ func TestChangesNeedCSRFAndOrigin(t *testing.T) {
 	path := "/approvals/" + itoa(f.ask.ID)
 	own := map[string]string{"Origin": f.srv.URL}
 	f.do(c, "POST", path, url.Values{"decision": {"once"}}, own, http.StatusForbidden)
-	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {wrongCSRF(f.h.csrf)}}, own, http.StatusForbidden)
-	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {f.h.csrf}}, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden)
-	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {f.h.csrf}}, nil, http.StatusForbidden) // no Origin, no Referer
+	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {wrongCSRF(f.key)}}, own, http.StatusForbidden)
+	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {f.key}}, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden)
+	f.do(c, "POST", path, url.Values{"decision": {"once"}, "csrf": {f.key}}, nil, http.StatusForbidden) // no Origin, no Referer
 	f.do(c, "GET", "/approvals", nil, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden)
 	f.do(c, "GET", "/approvals", nil, map[string]string{"Host": "rebind.example:80"}, http.StatusForbidden)
 	f.do(c, "POST", "/tools/switch", url.Values{"name": {"ex__notes_add"}, "on": {"0"}}, own, http.StatusForbidden)
@@ -250,7 +258,7 @@ func TestDecisionChangesLedger(t *testing.T) {
 		t.Run(tc.decision, func(t *testing.T) {
 			f := newFixture(t)
 			c := f.client()
-			f.do(c, "POST", "/approvals/"+itoa(f.ask.ID), url.Values{"decision": {tc.decision}, "csrf": {f.h.csrf}},
+			f.do(c, "POST", "/approvals/"+itoa(f.ask.ID), url.Values{"decision": {tc.decision}, "csrf": {f.key}},
 				map[string]string{"Origin": f.srv.URL}, http.StatusSeeOther)
 			a, _ := f.d.l.Approval(context.Background(), f.ask.ID)
 			if a.State != tc.state || a.Lifetime != tc.lifetime {
@@ -258,7 +266,7 @@ func TestDecisionChangesLedger(t *testing.T) {
 			}
 			// Answered twice: the first answer stands, and the page says so.
 			f.d.waiting = nil
-			f.do(c, "POST", "/approvals/"+itoa(f.ask.ID), url.Values{"decision": {"deny"}, "csrf": {f.h.csrf}},
+			f.do(c, "POST", "/approvals/"+itoa(f.ask.ID), url.Values{"decision": {"deny"}, "csrf": {f.key}},
 				map[string]string{"Referer": f.srv.URL + "/approvals"}, http.StatusSeeOther)
 			if b, _ := f.d.l.Approval(context.Background(), f.ask.ID); b.State != tc.state {
 				t.Fatalf("a second answer changed the first: %s", b.State)
@@ -275,7 +283,7 @@ func TestPagesRenderTheirData(t *testing.T) {
 	c := f.client()
 	for path, wants := range map[string][]string{
 		"/approvals": {"Request " + itoa(f.ask.ID) + ": ex__notes_add", "a call is waiting", "/srv/secret/plan.txt", "outside the allowed folders",
-			"Allow once", "Allow for this session", "Deny", `name="csrf" value="` + f.h.csrf, "[redacted:TOKEN]"},
+			"Allow once", "Allow for this session", "Deny", `name="csrf" value=""`, "[redacted:TOKEN]"},
 		"/tools":               {"ex__notes_add", "ex__notes_list", ">read<", ">write<", "down", "exit status 1: bad [redacted:TOKEN]", `id="toggle-ex__notes_add"`, f.toggles},
 		"/search?q=add+a+note": {"ex__notes_add", "1.234", "name: add, note", "A good match", "ex (0.500): ex__notes_list", "not bound"},
 		"/audit":               {"ex__notes_add", "ask.outside_fence", "deny.withheld", "requested", "decided", "approved", "started", "ended", "ok"},
@@ -317,7 +325,7 @@ func TestSearchPageRunsTheModelsSearch(t *testing.T) {
 func TestToolSwitchWritesToggles(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
-	f.do(c, "POST", "/tools/switch", url.Values{"name": {"ex__notes_add"}, "on": {"0"}, "csrf": {f.h.csrf}}, map[string]string{"Origin": f.srv.URL}, http.StatusSeeOther)
+	f.do(c, "POST", "/tools/switch", url.Values{"name": {"ex__notes_add"}, "on": {"0"}, "csrf": {f.key}}, map[string]string{"Origin": f.srv.URL}, http.StatusSeeOther)
 	got, err := os.ReadFile(f.toggles)
 	if err != nil {
 		t.Fatal(err)
@@ -326,14 +334,14 @@ func TestToolSwitchWritesToggles(t *testing.T) {
 	if string(got) != string(want) {
 		t.Fatalf("tools.yaml:\n%s\nwant what quiver tools disable writes:\n%s", got, want)
 	}
-	f.do(c, "POST", "/tools/switch", url.Values{"name": {"no__such"}, "on": {"0"}, "csrf": {f.h.csrf}}, map[string]string{"Origin": f.srv.URL}, http.StatusBadRequest)
+	f.do(c, "POST", "/tools/switch", url.Values{"name": {"no__such"}, "on": {"0"}, "csrf": {f.key}}, map[string]string{"Origin": f.srv.URL}, http.StatusBadRequest)
 }
 
 func TestRevoke(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
 	gs, _ := f.d.l.Grants(context.Background(), gate.GrantFilter{})
-	f.do(c, "POST", "/grants/"+itoa(gs[0].ID)+"/revoke", url.Values{"csrf": {f.h.csrf}}, map[string]string{"Origin": f.srv.URL}, http.StatusSeeOther)
+	f.do(c, "POST", "/grants/"+itoa(gs[0].ID)+"/revoke", url.Values{"csrf": {f.key}}, map[string]string{"Origin": f.srv.URL}, http.StatusSeeOther)
 	if gs, _ := f.d.l.Grants(context.Background(), gate.GrantFilter{}); len(gs) != 0 {
 		t.Fatalf("still in force after revoke: %v", gs)
 	}
@@ -414,9 +422,9 @@ func TestChangedDefinitionsAcceptAndReject(t *testing.T) {
 	origin := map[string]string{"Origin": f.srv.URL}
 	// An accept of a definition other than the one held is refused: the
 	// person accepts what the page showed.
-	f.do(c, "POST", "/tools/accept", url.Values{"name": {"ex__notes_list"}, "digest": {"sha256:other"}, "csrf": {f.h.csrf}}, origin, http.StatusConflict)
-	f.do(c, "POST", "/tools/accept", url.Values{"name": {"ex__notes_add"}, "csrf": {f.h.csrf}}, origin, http.StatusBadRequest)
-	f.do(c, "POST", "/tools/reject", url.Values{"name": {"ex__notes_list"}, "csrf": {f.h.csrf}}, origin, http.StatusSeeOther)
+	f.do(c, "POST", "/tools/accept", url.Values{"name": {"ex__notes_list"}, "digest": {"sha256:other"}, "csrf": {f.key}}, origin, http.StatusConflict)
+	f.do(c, "POST", "/tools/accept", url.Values{"name": {"ex__notes_add"}, "csrf": {f.key}}, origin, http.StatusBadRequest)
+	f.do(c, "POST", "/tools/reject", url.Values{"name": {"ex__notes_list"}, "csrf": {f.key}}, origin, http.StatusSeeOther)
 	hs, err := f.d.l.HeldTools(ctx, "ex")
 	if err != nil || len(hs) != 1 || hs[0].State != gate.HoldRejected {
 		t.Fatalf("after reject: %+v, %v", hs, err)
@@ -425,7 +433,7 @@ func TestChangedDefinitionsAcceptAndReject(t *testing.T) {
 	if want, _, _ := registry.EditToggles(nil, false, []string{"ex__notes_list"}); string(toggles) != string(want) {
 		t.Errorf("reject did not switch the tool off:\n%s", toggles)
 	}
-	f.do(c, "POST", "/tools/accept", url.Values{"name": {"ex__notes_list"}, "digest": {nt.Digest}, "csrf": {f.h.csrf}}, origin, http.StatusSeeOther)
+	f.do(c, "POST", "/tools/accept", url.Values{"name": {"ex__notes_list"}, "digest": {nt.Digest}, "csrf": {f.key}}, origin, http.StatusSeeOther)
 	hist, err := f.d.l.PinHistory(ctx, "ex", "notes_list")
 	if err != nil || len(hist) != 2 || hist[1].Digest != nt.Digest || hist[1].How != gate.PinAccepted {
 		t.Fatalf("after accept, history = %+v, %v", hist, err)

@@ -36,6 +36,10 @@ var funcs = template.FuncMap{
 	"join":  strings.Join,
 	"lower": strings.ToLower,
 	"pages": func() []string { return []string{"Approvals", "Tools", "Search", "Audit", "Grants"} },
+	// A model's words are shown apart from quiver's card, labelled, and
+	// quoted as the CLI and the host's card quote them (gate.ModelSays).
+	"modelSaysLabel": func() string { return gate.ModelSaysLabel },
+	"quote":          strconv.Quote,
 }
 
 func staticFS() fs.FS {
@@ -46,10 +50,10 @@ func staticFS() fs.FS {
 	return sub
 }
 
-// page is what every page's template gets.
+// page is what every page's template gets. It holds no page key: the
+// page's script puts it in each form (operator.go says why).
 type page struct {
 	Title string // also the nav entry shown as current
-	CSRF  string
 	Flash string
 	Data  any
 }
@@ -57,7 +61,7 @@ type page struct {
 func (h *Handler) render(w http.ResponseWriter, name, title, flash string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := h.pages.ExecuteTemplate(w, name, page{Title: title, CSRF: h.csrf, Flash: flash, Data: data}); err != nil {
+	if err := h.pages.ExecuteTemplate(w, name, page{Title: title, Flash: flash, Data: data}); err != nil {
 		h.log.Error("operator page failed", "page", name, "err", err)
 	}
 }
@@ -233,6 +237,7 @@ func (h *Handler) tools(w http.ResponseWriter, r *http.Request) {
 		d.Servers = cat.Servers
 		for i := range d.Servers {
 			d.Servers[i].LastError = h.p.Redact(d.Servers[i].LastError)
+			d.Servers[i].LastWords = h.p.Redact(d.Servers[i].LastWords)
 		}
 		f := strings.ToLower(d.Filter)
 		for _, t := range cat.Tools {

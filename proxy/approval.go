@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -40,7 +42,7 @@ func canElicit(ctx context.Context) bool {
 // is set, and with the operator page on (Options.ApprovalPage) request id
 // waits there too: whichever answers first decides, the other is
 // withdrawn. Only an explicit "allow" grants anything.
-func (v reqView) ask(ctx context.Context, message string, id int64, elicit bool) (answer, error) {
+func (v reqView) ask(ctx context.Context, c approvalCard, id int64, elicit bool) (answer, error) {
 	s := v.s
 	ctx, cancel := context.WithTimeout(ctx, v.approvalTimeout())
 	defer cancel()
@@ -59,7 +61,7 @@ func (v reqView) ask(ctx context.Context, message string, id int64, elicit bool)
 	host := make(chan hostAnswer, 1)
 	if elicit {
 		go func() {
-			a, err := s.elicitCard(ctx, message)
+			a, err := s.elicitCard(ctx, c)
 			host <- hostAnswer{a, err}
 		}()
 	}
@@ -82,8 +84,8 @@ func (v reqView) ask(ctx context.Context, message string, id int64, elicit bool)
 }
 
 // elicitCard shows the card in the host.
-func (s *Server) elicitCard(ctx context.Context, message string) (answer, error) {
-	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: cardParams(message)})
+func (s *Server) elicitCard(ctx context.Context, c approvalCard) (answer, error) {
+	res, err := s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: cardParams(c)})
 	if err != nil {
 		return answerNone, err
 	}
@@ -104,16 +106,36 @@ func (s *Server) elicitCard(ctx context.Context, message string) (answer, error)
 	return answerNone, nil
 }
 
-// card is the text of an approval card, and of the request
-// `quiver grants --pending` lists: what the call will do, so a person can
+// An approvalCard is what a person reads before answering: quiver's own
+// text, and the model's words apart from it. They are two fields so that
+// no renderer can show the model's words as quiver's: the host's card
+// (String), the ledger's request (Reason and Justification, which the
+// operator page and `quiver grants --pending` label in their own way)
+// each quote and label Model (issue 22: request_capability's reason was
+// stored as the card and shown in the box quiver's own cards use).
+type approvalCard struct {
+	Quiver string // quiver's text, where every value a model chose is quoted
+	Model  string // the model's own words, shown only quoted and labelled
+}
+
+// String is the card as one text, for a host's elicitation: quiver's
+// text, then the model's words on a line of their own, labelled.
+func (c approvalCard) String() string {
+	if c.Model == "" {
+		return c.Quiver
+	}
+	return c.Quiver + "\n" + gate.ModelSays(c.Model)
+}
+
+// card is the approval card for a call: what it will do, so a person can
 // decide without guessing. It names the tool and its class, each path as
 // the model wrote it and as quiver resolved it (or why quiver could not),
 // and whether it lies outside; for anything but a read, the start of every
-// other argument (the content of a write, the edits of an edit); and the
-// model's own words, quoted, so they cannot pass for quiver's. Every value
-// a model or a server chose is written with %q: a newline, a bidi override
-// or a line separator shows as an escape, never as layout.
-func card(tool string, d gate.Decision) string {
+// string of the arguments at any depth (the content of a write, the edits
+// of an edit); and, apart, the model's own words. Every value a model or
+// a server chose is written with %q: a newline, a bidi override or a line
+// separator shows as an escape, never as layout.
+func card(tool string, d gate.Decision) approvalCard {
 	var b strings.Builder
 	fmt.Fprintf(&b, "quiver: allow %s (a %s tool)?\n%s", tool, orWord(string(d.Class), "tool"), d.Reason)
 	paths := map[string]bool{}
@@ -121,7 +143,7 @@ func card(tool string, d gate.Decision) string {
 		b.WriteString("\nPaths:")
 	}
 	for _, rp := range d.Resolved {
-		paths[rp.Arg] = true
+		paths[rp.Raw] = true
 		where := fmt.Sprintf("%q", rp.Path)
 		switch {
 		case rp.Unresolved != "":
@@ -145,12 +167,12 @@ func card(tool string, d gate.Decision) string {
 		}
 	}
 	if d.Class != gate.ClassRead {
-		for _, line := range argPreview(d.Args, paths) {
-			b.WriteString("\n" + line)
+		if lines := argPreview(d.Args, paths); len(lines) > 0 {
+			b.WriteString("\nArguments (the model's, quoted):")
+			for _, line := range lines {
+				b.WriteString("\n" + line)
+			}
 		}
-	}
-	if d.Justification != "" {
-		fmt.Fprintf(&b, "\nThe model says (its words, not quiver's): %q", d.Justification)
 	}
 	if d.Digest != "" {
 		fmt.Fprintf(&b, "\nArguments digest: %.12s", d.Digest)
@@ -175,30 +197,67 @@ func card(tool string, d gate.Decision) string {
 	case len(scope) > 0:
 		fmt.Fprintf(&b, "\nAllow for this session grants, until the session ends: %s.", strings.Join(scope, "; "))
 	}
-	return b.String()
+	return approvalCard{Quiver: b.String(), Model: d.Justification}
 }
 
-// previewBytes is how much of each argument a card shows.
-const previewBytes = 200
+// previewBytes is how much of each string a card shows; previewValues is
+// how many values it shows before it says how many it left out, and
+// previewDepth how deep it looks.
+const (
+	previewBytes  = 200
+	previewValues = 64
+	previewDepth  = 32
+)
 
-// argPreview is one line per argument that is not a path: its name and
-// the start of its value, so a write's content or an edit is on the card.
-func argPreview(args json.RawMessage, skip map[string]bool) []string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil {
+// argPreview is one line per value in the arguments, at any depth, that
+// is not a path the card lists already: where it is (ops[0].text) and
+// its start, quoted. A write's content is on the card wherever the
+// arguments put it (issue 22: {ops: [{target, text}]} showed the target
+// and never the text). Past previewValues values the card says how many
+// it left out, so a person knows there is more than it shows.
+func argPreview(args json.RawMessage, shownPaths map[string]bool) []string {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var top map[string]any
+	if dec.Decode(&top) != nil {
 		return nil
 	}
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if skip[k] {
-			continue
+	p := preview{paths: shownPaths}
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		p.walk(previewKey("", k), top[k], 0)
+	}
+	if p.left > 0 {
+		p.lines = append(p.lines, fmt.Sprintf("… and %d more values (%d bytes of text) not shown; the arguments digest covers them all.", p.left, p.leftBytes))
+	}
+	return p.lines
+}
+
+type preview struct {
+	paths           map[string]bool
+	lines           []string
+	left, leftBytes int
+}
+
+func (p *preview) add(line string, size int) {
+	if len(p.lines) >= previewValues {
+		p.left++
+		p.leftBytes += size
+		return
+	}
+	p.lines = append(p.lines, line)
+}
+
+func (p *preview) walk(at string, v any, depth int) {
+	if depth > previewDepth {
+		p.add(fmt.Sprintf("- %q: … (nested deeper than %d levels, not shown)", at, previewDepth), 0)
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		if p.paths[x] {
+			return // on the card already, under Paths
 		}
-		v := m[k]
-		var str string
-		if json.Unmarshal(v, &str) != nil {
-			str = string(v) // a number, an object, a list of edits: as JSON
-		}
-		more := ""
+		str, more := x, ""
 		if len(str) > previewBytes {
 			cut := previewBytes
 			for cut > 0 && !utf8.RuneStart(str[cut]) {
@@ -207,9 +266,42 @@ func argPreview(args json.RawMessage, skip map[string]bool) []string {
 			more = fmt.Sprintf(" … (%d bytes in all)", len(str))
 			str = str[:cut]
 		}
-		out = append(out, fmt.Sprintf("- %q: %q%s", k, str, more))
+		p.add(fmt.Sprintf("- %q: %q%s", at, str, more), len(x))
+	case []any:
+		if len(x) == 0 {
+			p.add(fmt.Sprintf("- %q: []", at), 0)
+		}
+		for i, e := range x {
+			p.walk(fmt.Sprintf("%s[%d]", at, i), e, depth+1)
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			p.add(fmt.Sprintf("- %q: {}", at), 0)
+		}
+		// {"files": {"/etc/x": "content"}}: a key that is a path is
+		// listed under Paths, and its content is shown here under it.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			p.walk(previewKey(at, k), x[k], depth+1)
+		}
+	default: // a number, true, false, null: as JSON
+		b, _ := json.Marshal(x)
+		p.add(fmt.Sprintf("- %q: %s", at, b), 0)
 	}
-	return out
+}
+
+// plainKey is a key that reads unambiguously after a dot.
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// previewKey names key k of the object at: at.k, or at["k"] for a key
+// that is not a plain name (the whole is quoted again on the card).
+func previewKey(at, k string) string {
+	switch {
+	case !plainKey.MatchString(k):
+		return fmt.Sprintf("%s[%q]", at, k)
+	case at == "":
+		return k
+	}
+	return at + "." + k
 }
 
 func orWord(s, def string) string {
@@ -277,8 +369,10 @@ func (v reqView) file(ctx context.Context, call gate.Call, d gate.Decision) (gat
 	}
 	filed := d
 	// The card quotes the arguments, which may hold a token: the ledger
-	// gets it redacted, as the host does at the exit.
-	filed.Reason = v.redacted(card(call.Name, d))
+	// gets it redacted, as the host does at the exit. The model's words
+	// go in their own column.
+	c := card(call.Name, d)
+	filed.Reason, filed.Justification = v.redacted(c.Quiver), v.redacted(c.Model)
 	pending, err := s.ledger.RequestApproval(ctx, ss.key, call.Name, filed)
 	if err != nil {
 		s.log.Error("filing an approval failed", "session", ss.id, "tool", call.Name, "err", err)
@@ -360,16 +454,23 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 	if s.ledger == nil {
 		return builtin.Refusal(gate.CodeApprovalUnavailable, "quiver runs without a state dir here, so it cannot record grants.")
 	}
-	a := gate.Approval{Session: c.v.ss.key, Capability: r.Capability, Reason: c.v.redacted(r.Reason)}
+	a := gate.Approval{Session: c.v.ss.key, Capability: r.Capability}
+	what := r.Capability
 	if r.Path != "" {
 		p := filepath.Clean(r.Path)
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real // the fence compares resolved paths
 		}
 		a.Path = p
+		what += fmt.Sprintf(" for %q and what is under it", p)
 	} else {
 		a.Tool = r.Tool
+		what += " for " + a.Tool
 	}
+	// quiver's card says what is asked; the reason is the model's, filed
+	// and shown apart from it.
+	cd := approvalCard{Quiver: fmt.Sprintf("quiver: the model asks for %s.", what), Model: r.Reason}
+	a.Reason, a.Justification = c.v.redacted(cd.Quiver), c.v.redacted(cd.Model)
 	id, err := s.ledger.CreateApproval(ctx, a)
 	if err != nil {
 		return builtin.Refusal(gate.CodeLedger, err.Error())
@@ -383,13 +484,7 @@ func (c capabilities) RequestCapability(ctx context.Context, r builtin.Capabilit
 		return builtin.Refusal(gate.CodeApprovalUnavailable, fmt.Sprintf(
 			"This host cannot show approval cards: ask the user to run `quiver approve %d --session` in a terminal; then go ahead.", id))
 	}
-	what := r.Capability
-	if a.Path != "" {
-		what += " for " + a.Path + " and what is under it"
-	} else {
-		what += " for " + a.Tool
-	}
-	ans, err := c.v.ask(ctx, fmt.Sprintf("quiver: the model asks for %s.\nThe model says (its words, not quiver's): %q", what, r.Reason), id, elicit)
+	ans, err := c.v.ask(ctx, cd, id, elicit)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return builtin.Refusal(gate.CodeApprovalTimeout, "The user did not answer in time; nothing was granted. Ask the user before asking again.")
 	}

@@ -219,9 +219,9 @@ func (v reqView) answered(ctx context.Context, call gate.Call, d gate.Decision, 
 
 // cardParams is the elicitation an approval card is: the text and the
 // three choices.
-func cardParams(message string) mcp.ElicitationParams {
+func cardParams(c approvalCard) mcp.ElicitationParams {
 	return mcp.ElicitationParams{
-		Message: message,
+		Message: c.String(),
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{

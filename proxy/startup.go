@@ -60,7 +60,8 @@ func (v reqView) notUp() []builtin.PendingServer {
 		if sv.State == registry.StateUp {
 			continue
 		}
-		out = append(out, builtin.PendingServer{Name: sv.Name, State: string(sv.State), Reason: v.redacted(sv.LastError)})
+		out = append(out, builtin.PendingServer{Name: sv.Name, State: string(sv.State),
+			Reason: v.redacted(sv.LastError), Said: v.redacted(sv.LastWords)})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,13 +49,29 @@ type ServerStatus struct {
 	Transport string
 	State     State
 	Tools     int
-	LastError string
+	LastError string // quiver's account of the last failure
+	// LastWords is what the child last wrote to stderr before that
+	// failure, redacted and bounded: the server's words (and through
+	// files it reads, maybe the model's), never quiver's. It is kept
+	// apart from LastError so that every place that shows it can quote
+	// and label it (Why), and a search answer can leave it out.
+	LastWords string
 	Restarts  int
 	Since     time.Time
 	// Title and Instructions are what the server said of itself in
 	// initialize (its serverInfo title, else name): search indexes them.
 	Title        string
 	Instructions string
+}
+
+// Why is the last failure as a person or a model reads it: quiver's
+// account, then the server's last words on stderr, quoted and labelled
+// as the server's.
+func (s ServerStatus) Why() string {
+	if s.LastWords == "" {
+		return s.LastError
+	}
+	return fmt.Sprintf("%s; its stderr ended (the server's words, not quiver's): %q", s.LastError, s.LastWords)
 }
 
 // A Catalog is an immutable snapshot of every downstream tool. A new one is

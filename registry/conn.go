@@ -82,7 +82,7 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		// Nothing to retry until the configuration changes (Apply then
 		// starts a new conn).
 		log.Warn("server cannot start", "err", why)
-		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
+		c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords = StateDown, why, "" })
 		once()
 		<-ctx.Done()
 		c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
@@ -97,6 +97,11 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 				return
 			}
+			// The child's last words are the server's: kept apart (Why).
+			var words string
+			if lw, ok := err.(*lastWordsError); ok {
+				err, words = lw.err, lw.words
+			}
 			err = loginError(c.srv.Name, err)
 			if errors.Is(err, ErrLoginNeeded) {
 				// Someone runs quiver login in another process: look for
@@ -106,8 +111,8 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 			}
 			why := c.redact(err)
 			wait := backoff.next()
-			log.Warn("server failed to start; retrying", "err", why, "retry_in", wait)
-			c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, why })
+			log.Warn("server failed to start; retrying", "err", why, "stderr", words, "retry_in", wait)
+			c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords = StateDown, why, words })
 			once()
 			if !sleep(ctx, wait) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
@@ -125,7 +130,7 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		if c.relist.Swap(false) {
 			go c.refresh(ctx, cl)
 		}
-		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateUp, "" })
+		c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords = StateUp, "", "" })
 		log.Info("server up", "tools", len(tools))
 		once()
 		up := time.Now()
@@ -144,7 +149,9 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		}
 		wait := backoff.next()
 		log.Warn("server stopped; restarting", "retry_in", wait)
-		c.setStatus(func(s *ServerStatus) { s.State, s.LastError = StateDown, "the server stopped; restarting" })
+		c.setStatus(func(s *ServerStatus) {
+			s.State, s.LastError, s.LastWords = StateDown, "the server stopped; restarting", ""
+		})
 		if !sleep(ctx, wait) {
 			c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
 			return
@@ -240,7 +247,7 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 			// E404, "Error: GITHUB_TOKEN is not set") are the real reason.
 			if l := c.stderr.Load(); l != nil && child != nil {
 				if words := l.lastWords(time.Second); words != "" {
-					err = fmt.Errorf("%w; its stderr ended: %s", err, words)
+					err = &lastWordsError{err: err, words: words}
 				}
 			}
 			stop()
@@ -549,6 +556,21 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 
 // redact is err's text with the configuration's secrets hidden: a url
 // server's errors quote its url, keys and all.
+// A lastWordsError is a failed start with what the child last wrote to
+// stderr (redacted as it was read): the server's words, kept apart from
+// quiver's account so that they are shown quoted and labelled
+// (ServerStatus.Why), never as quiver's.
+type lastWordsError struct {
+	err   error
+	words string
+}
+
+func (e *lastWordsError) Error() string {
+	return ServerStatus{LastError: e.err.Error(), LastWords: e.words}.Why()
+}
+
+func (e *lastWordsError) Unwrap() error { return e.err }
+
 func (c *conn) redact(err error) string { return Redact(err.Error(), c.secretsNow()) }
 
 // secretsNow are the secrets to hide from what c logs or stores: those of

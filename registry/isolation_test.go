@@ -19,15 +19,18 @@ func TestServerThatCannotStartSaysWhy(t *testing.T) {
 		childEnv, childStderrEnv), map[string]string{"TOKEN": token}, Options{MinBackoff: time.Minute, MaxBackoff: time.Minute})
 	cat := h.ready()
 	st, _ := cat.Status("dying")
-	if st.State != StateDown || !strings.Contains(st.LastError, "npm error 404 Not Found - @nobody/no-such-server") {
-		t.Errorf("dying: state %q, last error %q; want down with the child's last words", st.State, st.LastError)
+	// The child's words are kept apart from quiver's account, and shown
+	// quoted and labelled as the server's (issue 22).
+	if st.State != StateDown || strings.Contains(st.LastError, "npm error") ||
+		!strings.Contains(st.Why(), `its stderr ended (the server's words, not quiver's): "npm error 404 Not Found - @nobody/no-such-server`) {
+		t.Errorf("dying: state %q, why %q; want down with the child's last words, quoted and labelled", st.State, st.Why())
 	}
-	if strings.Contains(st.LastError, token) || !strings.Contains(st.LastError, "[redacted:TOKEN]") {
-		t.Errorf("last error %q; want the token redacted", st.LastError)
+	if strings.Contains(st.Why(), token) || !strings.Contains(st.LastWords, "[redacted:TOKEN]") {
+		t.Errorf("last words %q; want the token redacted", st.LastWords)
 	}
 	var warned bool
 	for _, r := range h.logs.find("server failed to start; retrying", "server", "dying") {
-		warned = warned || r.Level == slog.LevelWarn && strings.Contains(r.Attrs["err"], "404 Not Found")
+		warned = warned || r.Level == slog.LevelWarn && strings.Contains(r.Attrs["stderr"], "404 Not Found")
 	}
 	if !warned {
 		t.Errorf("no WARN with the reason in the log:\n%s", h.logs)

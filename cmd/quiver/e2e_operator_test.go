@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -129,12 +134,23 @@ policy:
 			window.Notification.requestPermission = function () { return Promise.resolve("granted"); };`})
 		return err
 	})
-	browse("open the address", allowNotifications, chromedp.Navigate(pageURL))
+	// The browser opens the page as quiver ui --open has it do: with a
+	// one-time code, never the token (issue 22); the page's script keeps
+	// the key every decision below needs.
+	opened := pageURL
+	if runtime.GOOS != "windows" {
+		tok, _ := url.Parse(pageURL)
+		opened = openedByUIOpen(t, cfgPath, state, tok.Query().Get("token"))
+	}
+	browse("open the address", allowNotifications, chromedp.Navigate(opened))
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	browse("the approvals page", chromedp.WaitVisible(chromedp.CSS(`#cards`)))
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") {
-		t.Fatalf("the token must leave the address bar for a cookie: %q %v", loc, err)
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") || strings.Contains(loc, "key=") {
+		t.Fatalf("the token must leave the address bar for a cookie, and the page's key for the page's storage: %q %v", loc, err)
+	}
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); strings.Contains(loc, "code=") {
+		t.Fatalf("the one-time code must leave the address bar: %q", loc)
 	}
 	base := strings.Split(pageURL, "?")[0]
 
@@ -188,6 +204,61 @@ policy:
 	browse("the first card", chromedp.WaitVisible(chromedp.CSS(`article.card.waiting`)))
 	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__shown`)); err != nil || len(shown) != 1 || !strings.Contains(shown[0], "a call waits for your answer") {
 		t.Fatalf("a new card must be announced by one browser notification: %q %v", shown, err)
+	}
+	// What every other server on 127.0.0.1 the browser visits is sent:
+	// its cookies. Replayed with the page's Origin and every value the
+	// page shows for them, they answer no card (issue 22); the page's
+	// own click below does.
+	var cookies []*network.Cookie
+	browse("the browser's cookies", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		res, err := cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{})
+		cookies = res.Cookies
+		return err
+	}))
+	replay := func(method, path string, form url.Values) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequest(method, base+path, body)
+		req.Header.Set("Origin", strings.TrimSuffix(base, "/"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, c := range cookies {
+			req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	code, shown := replay("GET", "approvals", nil)
+	id := regexp.MustCompile(`id="card-(\d+)"`).FindStringSubmatch(shown)
+	if code != http.StatusOK || id == nil || len(cookies) == 0 {
+		t.Fatalf("the cookies alone read the page (%d, %d cookies); they must, and it must show the card:\n%s", code, len(cookies), shown)
+	}
+	for _, guess := range append(regexp.MustCompile(`[0-9a-f]{32,}`).FindAllString(shown, -1), "") {
+		if code, _ := replay("POST", "approvals/"+id[1], url.Values{"decision": {"session"}, "csrf": {guess}}); code != http.StatusForbidden {
+			t.Fatalf("a replayed cookie with the page's Origin answered the card: %d", code)
+		}
+	}
+	// Another page can send the browser to the page with a key of its
+	// own in the address: the page keeps its real key (the click below
+	// needs it).
+	browse("a key from another page", chromedp.Navigate(base+"approvals?from=elsewhere#key=0123456789abcdef0123456789abcdef"),
+		chromedp.WaitVisible(chromedp.CSS(`article.card.waiting`)))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		held, err := chromedp.Run(ctx, chromedp.Evaluate[string](`localStorage.getItem("quiver-page-key") || ""`))
+		if err == nil && held != "" && held != "0123456789abcdef0123456789abcdef" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page kept a key another page sent it: %q %v", held, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	answer(plan, "once", "approvals")
 	if res := result(done); res.IsError || !strings.Contains(toolresult.Text(res), "ship the operator page on Tuesday") {

@@ -170,7 +170,7 @@ Flags:
 				if s.State != registry.StateUp {
 					down++
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, s.Transport, s.State, s.Tools, s.LastError)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, s.Transport, s.State, s.Tools, s.Why())
 			}
 			_ = tw.Flush()
 			for _, prob := range cat.Problems {

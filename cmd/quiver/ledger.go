@@ -79,14 +79,15 @@ func writeRequest(w io.Writer, a gate.Approval) {
 	if len(a.Needs) == 0 && a.Capability != "" {
 		fmt.Fprintf(w, "  Need: %s\n", printable(a.Capability))
 	}
-	if a.Reason == "" && a.Justification != "" {
-		fmt.Fprintf(w, "  The model says (its words, not quiver's): %q\n", a.Justification)
-	}
 	if a.Reason != "" {
 		fmt.Fprintln(w, "  Card:")
 		for _, line := range strings.Split(strings.TrimRight(a.Reason, "\n"), "\n") {
 			fmt.Fprintf(w, "    %s\n", printable(line))
 		}
+	}
+	// The model's words are never under "Card:": apart, quoted, labelled.
+	if a.Justification != "" {
+		fmt.Fprintf(w, "  %s\n", gate.ModelSays(a.Justification))
 	}
 }
 

@@ -157,7 +157,7 @@ func login(ctx context.Context, e *env, srv registry.Server, state string, brows
 	fmt.Fprintf(e.stderr, "To log in to %s, open this address in a browser:\n\n  %s\n\nWaiting for the login (the page comes back to %s)...\n", srv.Name, authURL, redirect)
 	if browser {
 		// Where there is no browser, the address above is the way.
-		_ = openBrowser(authURL)
+		_ = openBrowser(e, authURL)
 	}
 	var a answer
 	select {

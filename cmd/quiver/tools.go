@@ -138,7 +138,7 @@ func toolsList(ctx context.Context, e *env, args []string) error {
 	// so that the list itself (and --json) stays clean.
 	for _, s := range cat.Servers {
 		if s.State != registry.StateUp && (srv == "" || s.Name == srv) {
-			fmt.Fprintf(e.stderr, "server %s is %s: %s\n", s.Name, s.State, cmp.Or(s.LastError, "no tools yet"))
+			fmt.Fprintf(e.stderr, "server %s is %s: %s\n", s.Name, s.State, cmp.Or(s.Why(), "no tools yet"))
 		}
 	}
 	return nil

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -140,7 +143,11 @@ The page is off by default. Turn it on with "quiver serve --ui
 It listens on a loopback address only, unless the HTTP auth token is set.
 
 Flags:
-  --open             open the address in the default browser
+  --open             open the page in the browser ($BROWSER when set, else
+                     the system's default) with a one-time code, never the
+                     token: a process's arguments are readable by every
+                     account on the machine, and the code opens the page
+                     once only
   --config PATH      servers.yaml the running quiver serve uses
   --state-dir DIR    quiver's state dir`,
 		run: func(ctx context.Context, e *env, args []string) error {
@@ -161,28 +168,108 @@ Flags:
 			if err != nil || json.Unmarshal(b, &u) != nil || u.PID <= 0 || !processAlive(u.PID) {
 				return fmt.Errorf("no running quiver serve for %s has the operator page on: start it with quiver serve --ui 127.0.0.1:8766, or set ui.listen in servers.yaml", c.serversPath(e))
 			}
-			fmt.Fprintln(e.stdout, u.URL)
-			if open {
-				return openBrowser(u.URL)
+			if !open {
+				fmt.Fprintln(e.stdout, u.URL)
+				return nil
 			}
-			return nil
+			// A process's arguments are readable by every account on the
+			// machine (/proc): the browser is handed a code that opens the
+			// page once, never the token (issue 22).
+			once, err := oneTimeAddress(ctx, u.URL)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s\nopening it in the browser with a one-time code\n", pageAddress(u.URL))
+			return openBrowser(e, once)
 		},
 	}
 }
 
-func openBrowser(url string) error {
+// pageAddress is the page's address without its token.
+func pageAddress(withToken string) string {
+	u, err := url.Parse(withToken)
+	if err != nil {
+		return ""
+	}
+	u.RawQuery = ""
+	return u.String()
+}
+
+// oneTimeAddress asks the running page for a one-time code, with the
+// token as a bearer token (never in an address or an argument), and
+// returns the page's address with the code.
+func oneTimeAddress(ctx context.Context, withToken string) (string, error) {
+	u, err := url.Parse(withToken)
+	if err != nil {
+		return "", fmt.Errorf("the operator page's address %q: %w", pageAddress(withToken), err)
+	}
+	tok := u.Query().Get("token")
+	u.RawQuery, u.Path = "", "/code"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("ask the operator page for a one-time code: %w", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("the operator page gave no one-time code (%s: %s); if quiver serve is older than this quiver, restart it, or open the address quiver ui prints",
+			res.Status, strings.TrimSpace(string(b)))
+	}
+	u.Path = "/approvals"
+	u.RawQuery = url.Values{"code": {strings.TrimSpace(string(b))}}.Encode()
+	return u.String(), nil
+}
+
+// openBrowser opens address in $BROWSER when it is set (the command
+// first in its list, with %s replaced by the address, or the address
+// added), else in the system's default browser.
+func openBrowser(e *env, address string) error {
 	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		cmd = exec.Command("xdg-open", url)
+	if b := browserCommand(e.getenv("BROWSER"), address); b != nil {
+		cmd = exec.Command(b[0], b[1:]...)
+	} else {
+		switch runtime.GOOS {
+		case "darwin":
+			cmd = exec.Command("open", address)
+		case "windows":
+			cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", address)
+		default:
+			cmd = exec.Command("xdg-open", address)
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("open the browser: %w (open the address above yourself)", err)
 	}
 	go cmd.Wait()
+	return nil
+}
+
+// browserCommand is the command line $BROWSER names for address: its
+// first command (the list is separated as PATH is), with %s replaced, or
+// the address added; nil when it names none.
+func browserCommand(browser, address string) []string {
+	for _, c := range filepath.SplitList(browser) {
+		f := strings.Fields(c)
+		if len(f) == 0 {
+			continue
+		}
+		found := false
+		for i := range f {
+			if strings.Contains(f[i], "%s") {
+				f[i], found = strings.ReplaceAll(f[i], "%s", address), true
+			}
+		}
+		if !found {
+			f = append(f, address)
+		}
+		return f
+	}
 	return nil
 }

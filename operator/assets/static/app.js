@@ -1,8 +1,43 @@
-// The operator page's only script: live approval cards over server-sent
-// events, a notification for a new card, and the tools filter as you type.
-// Every action works without it (plain forms).
+// The operator page's only script: it holds the page's key and puts it in
+// every form the page sends; live approval cards over server-sent events,
+// a notification for a new card, and the tools filter as you type.
+//
+// The key comes once, in the fragment of the address the page is opened
+// on (after the token or a one-time code), and is kept in this origin's
+// storage, which no page on another port can read: the session cookie is
+// sent to every port of 127.0.0.1, so it alone must never decide
+// anything (operator.go).
 "use strict";
 (function () {
+  var KEY = "quiver-page-key";
+  if (location.hash.indexOf("#key=") === 0) {
+    var fresh = location.hash.slice(5), before = null;
+    history.replaceState(null, "", location.pathname + location.search);
+    try {
+      before = localStorage.getItem(KEY);
+      localStorage.setItem(KEY, fresh);
+    } catch (e) { /* no storage: changes are refused, with why */ }
+    // Any page can send the browser here with a key of its choosing: keep
+    // it only if it is this session's, else the one held before.
+    fetch("/session/key", { method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "csrf=" + encodeURIComponent(fresh) }).then(function (r) {
+      if (r.status !== 204) throw new Error("not this session's key");
+    }).catch(function () {
+      try {
+        if (localStorage.getItem(KEY) === fresh) {
+          if (before === null) localStorage.removeItem(KEY); else localStorage.setItem(KEY, before);
+        }
+      } catch (e) { /* nothing kept */ }
+    });
+  }
+  document.addEventListener("submit", function (ev) {
+    var field = ev.target.querySelector('input[name="csrf"]');
+    if (!field) return;
+    var key = null;
+    try { key = localStorage.getItem(KEY); } catch (e) { /* refused below, with why */ }
+    field.value = key || "";
+  }, true);
   var page = document.body.dataset.page;
   if (page === "Approvals") {
     var seen = null;
