@@ -102,9 +102,16 @@ func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bo
 		if view[i] != '\\' || i+1 >= len(view) {
 			continue
 		}
-		n := 2
+		n, blank := 2, byte(' ')
 		switch view[i+1] {
-		case 'n', 't', 'r', 'b', 'f', '"', '\\':
+		case 'n', 'r':
+			// A line break stays one, doubled to the escape's length: the
+			// redactor judges a secret broken by one (registry's
+			// spreadForms), and a blank would hide the break from it.
+			view[i], view[i+1] = '\n', '\n'
+			i++
+			continue
+		case 't', 'b', 'f', '"', '\\':
 			if view[i+1] == '"' || view[i+1] == '\\' {
 				if secretHas(secrets, rune(view[i+1])) {
 					return false
@@ -119,11 +126,14 @@ func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bo
 				return false
 			}
 			n = 6
+			if r == '\n' || r == '\r' {
+				blank = '\n'
+			}
 		default:
 			return false
 		}
 		for j := i; j < i+n; j++ {
-			view[j] = ' '
+			view[j] = blank
 		}
 		i += n - 1
 	}
