@@ -185,6 +185,16 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
 	s.pending.Store(set)
+	if ledger != nil {
+		// What the ledger stores is redacted as what quiver shows is, with
+		// the secrets of the configuration in force.
+		ledger.SetRedactor(func(text string) string {
+			if cur := s.current(); cur != nil {
+				return cur.redact.Redact(text)
+			}
+			return set.redact.Redact(text)
+		})
+	}
 	ropts := registry.Options{
 		Logger:              opts.Logger,
 		StateDir:            opts.StateDir,
