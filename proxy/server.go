@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -346,7 +347,12 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	server.WithWorkerPoolSize(64)(ss)
 	server.WithQueueSize(1000)(ss)
 	ss.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
-	return ss.Listen(throughExit(ctx), in, &lineExit{w: out, x: s.exit()})
+	exit := &lineExit{w: out, x: s.exit()}
+	in = newLineCap(in, MaxRequestLine, func(id json.RawMessage, size int64) {
+		s.log.Warn("stdio: a message over the size limit was dropped and answered with an error", "bytes", size, "limit", MaxRequestLine)
+		_, _ = exit.Write(tooLongAnswer(id, size, MaxRequestLine))
+	})
+	return ss.Listen(throughExit(ctx), in, exit)
 }
 
 // HTTPHandler serves streamable HTTP at /mcp with stateful sessions
