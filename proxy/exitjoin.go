@@ -152,10 +152,14 @@ func joinedRedact(msg []byte, secrets []registry.Secret) []byte {
 
 // metaKeys name the members whose values a host reads as the frame of a
 // text, not as part of it (an item's type, a resource's URI and MIME
-// type): a secret is also judged in the join that leaves them out, so
-// that a text item's end and the embedded resource's text after it read
-// as one, as the host shows them.
-var metaKeys = map[string]bool{"type": true, "uri": true, "mimeType": true, "jsonrpc": true, "method": true, "role": true}
+// type), or does not show as text at all (an image's or an audio clip's
+// data, a resource's blob): a secret is also judged in the join that
+// leaves them out, so that a text item's end and the text after it read
+// as one, as the host shows them, whether an embedded resource or an
+// image stands between (issue 22: text, image, text carried a secret in
+// two halves).
+var metaKeys = map[string]bool{"type": true, "uri": true, "mimeType": true, "jsonrpc": true, "method": true, "role": true,
+	"data": true, "blob": true}
 
 // endsWithSecretPrefix reports whether t ends with a nonempty proper
 // prefix of a secret: the only way a secret can start in t and go on in
