@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -128,4 +129,17 @@ func FuzzRedactVariants(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedactingHandlerJudgesNumbers: a log attribute that is a number
+// spelling a digits-only secret is logged as its mark.
+func TestRedactingHandlerJudgesNumbers(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	r := NewRedactor([]Secret{{Var: "PIN", Value: "739182046551"}})
+	log := slog.New(RedactingHandler(slog.NewTextHandler(&b, nil), r.Redact))
+	log.Info("progress", "token", 739182046551, "f", 7.39182046551e11, "u", uint64(739182046551), "other", 42)
+	if out := b.String(); strings.Contains(out, "46551") || !strings.Contains(out, "other=42") {
+		t.Fatalf("logged %s", out)
+	}
 }
