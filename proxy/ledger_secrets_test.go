@@ -47,6 +47,9 @@ policy:
 			t.Fatalf("%s ran: %s", name, res.text())
 		}
 	}
+	// A request for a capability is filed as an approval, with the path
+	// and the reason the model wrote.
+	c.call("request_capability", map[string]any{"capability": "read_outside_fence", "path": "/outside/" + secret, "reason": "to read " + secret})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
