@@ -57,7 +57,7 @@ func (c *lineCap) Read(p []byte) (int, error) {
 	n := copy(p, c.ready)
 	c.ready = c.ready[n:]
 	if len(c.ready) == 0 {
-		c.ready = c.ready[:0:0]
+		c.ready = shrink(c.ready)
 	}
 	return n, nil
 }
@@ -90,9 +90,18 @@ func (c *lineCap) feed(b []byte) {
 		c.line = append(c.line, seg...)
 		if end {
 			c.ready = append(c.ready, c.line...)
-			c.line = c.line[:0]
+			c.line = shrink(c.line)
 		}
 	}
+}
+
+// shrink empties b for reuse, and lets a large buffer (one long line's)
+// go rather than hold it for the rest of the session.
+func shrink(b []byte) []byte {
+	if cap(b) > 1<<20 {
+		return nil
+	}
+	return b[:0]
 }
 
 // tooLongAnswer is the JSON-RPC error quiver sends for a dropped line.
