@@ -30,6 +30,8 @@ func TestExitJudgesSecretSpellings(t *testing.T) {
 		"crlf":              `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Zq8-x\r\nV2kLw9pT"}]}}`,
 		"newline_unicode":   `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Zq8-xV2\u000akLw9pT"}]}}`,
 		"digits_newline":    `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"7391820\n46551"}]}}`,
+		"break_across":      `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"chunks":["pin 7391820\r\n","46551 ok"]}}}`,
+		"break_between":     `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Zq8-xV2"},{"type":"text","text":"\n"},{"type":"text","text":"kLw9pT"}]}}`,
 		"structured_string": `{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"k":"Zq8-x\nV2kLw9pT"}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
