@@ -279,10 +279,14 @@ func fitCompletion(obj map[string]any, budget int) bool {
 		values = values[:maxCompletionValues]
 	}
 	c["values"] = values
-	for len(values) > 0 && jsonSize(obj) > budget {
+	// Measured once, then less each value left out: a value may be
+	// large, and measuring the whole again for each would cost its size
+	// a hundred times.
+	for size := jsonSize(obj); len(values) > 0 && size > budget; {
+		size -= jsonSize(values[len(values)-1]) + 1
 		values = values[:len(values)-1]
-		c["values"] = values
 	}
+	c["values"] = values
 	if len(values) == n {
 		return false
 	}
