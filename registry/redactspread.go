@@ -205,6 +205,7 @@ func unhex(c byte) byte {
 // must not blank out every 42.
 type digitSecret struct {
 	sig    string   // the digits after the leading zeros
+	core   int      // the length of sig without its trailing zeros
 	label  string   // the secret's name
 	probes []string // one of them is in every spelling (see digitSecrets)
 }
@@ -231,7 +232,7 @@ func digitSecrets(secrets []Secret) []digitSecret {
 		for p := 1; p < len(head); p++ {
 			probes = append(probes, head[:p]+"."+head[p:])
 		}
-		out = append(out, digitSecret{sig: sig, label: sec.Var, probes: probes})
+		out = append(out, digitSecret{sig: sig, core: len(core), label: sec.Var, probes: probes})
 	}
 	slices.SortStableFunc(out, func(a, b digitSecret) int { return len(b.sig) - len(a.sig) })
 	return out
@@ -254,7 +255,10 @@ func redactNumbers(s string, secrets []digitSecret) string {
 	if !probed {
 		return s
 	}
-	pad := len(secrets[0].sig)
+	pad, least := len(secrets[0].sig), len(secrets[0].sig)
+	for _, d := range secrets {
+		least = min(least, d.core)
+	}
 	var b strings.Builder
 	prev := 0
 	for i := 0; i < len(s); {
@@ -263,6 +267,16 @@ func redactNumbers(s string, secrets []digitSecret) string {
 			continue
 		}
 		j := numberEnd(s, i)
+		// A mantissa of fewer digits than a secret's (without the zeros
+		// an exponent stands for) spells none: most numbers end here.
+		mant := s[i:j]
+		if k := strings.IndexAny(mant, "eE"); k >= 0 {
+			mant = mant[:k]
+		}
+		if len(mant)-strings.Count(mant, ".") < least {
+			i = j
+			continue
+		}
 		digits := numberDigits(s[i:j], pad)
 		for _, d := range secrets {
 			if strings.Contains(digits, d.sig) {
