@@ -62,6 +62,26 @@ type Ledger struct {
 	// Prepared once: the pure-Go SQLite spends more preparing these than
 	// running them.
 	insCall, insEnded, updEnd *sql.Stmt
+
+	// redactor hides secrets in the text the ledger writes (SetRedactor).
+	redactor atomic.Pointer[func(string) string]
+}
+
+// SetRedactor makes the ledger pass every text it writes from now on (a
+// call's tool, reason and detail; an approval's every field; the start
+// journal's lines) through redact. A model that read a token can put it
+// in a call's arguments, and a reason or a card quotes them: the file is
+// read by other processes, backed up and synced, so it holds what quiver
+// would show, never more (issue 22: the output was redacted, the SQLite
+// file was not).
+func (l *Ledger) SetRedactor(redact func(string) string) { l.redactor.Store(&redact) }
+
+// redact is l's redactor applied to s.
+func (l *Ledger) redact(s string) string {
+	if r := l.redactor.Load(); r != nil {
+		return (*r)(s)
+	}
+	return s
 }
 
 const (

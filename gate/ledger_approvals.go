@@ -115,6 +115,7 @@ func (l *Ledger) CreateApproval(ctx context.Context, a Approval) (int64, error) 
 	if a.Capability == "" {
 		a.Capability = a.Needs[0].Capability
 	}
+	a.Redact(l.redact) // the same request again compares equal, redacted alike
 	needs, err := json.Marshal(a.Needs)
 	if err != nil {
 		return 0, fmt.Errorf("create approval: %w", err)

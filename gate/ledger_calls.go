@@ -37,7 +37,7 @@ func (l *Ledger) RecordDecision(ctx context.Context, session, tool string, args 
 // reads as outcome_unknown; the row itself is written in the background.
 // The id it returns is a handle for RecordEndLater, not a row id.
 func (l *Ledger) RecordStarted(ctx context.Context, session, tool string, args json.RawMessage, d Decision) (int64, error) {
-	e := journalEntry{Time: l.stamp(), Session: session, Tool: tool, Digest: callDigest(args, d), Verdict: d.Verdict.String(), Code: d.Code, Reason: d.Reason}
+	e := journalEntry{Time: l.stamp(), Session: l.redact(session), Tool: l.redact(tool), Digest: callDigest(args, d), Verdict: d.Verdict.String(), Code: d.Code, Reason: l.redact(d.Reason)}
 	h, err := l.journaled(e)
 	if err != nil {
 		// The journal failed (a full disk?): the row, at once, is as good.
@@ -53,7 +53,7 @@ func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, arg
 		start = now
 	}
 	l.wmu.Lock()
-	res, err := l.insCall.ExecContext(ctx, l.run, now, session, tool, callDigest(args, d), d.Verdict.String(), d.Code, d.Reason, start, nil)
+	res, err := l.insCall.ExecContext(ctx, l.run, now, l.redact(session), l.redact(tool), callDigest(args, d), d.Verdict.String(), d.Code, l.redact(d.Reason), start, nil)
 	l.wmu.Unlock()
 	return insertedID(what, res, err)
 }
@@ -62,8 +62,9 @@ func (l *Ledger) insertCall(ctx context.Context, what, session, tool string, arg
 // it is written in the background (and on Close at the latest).
 func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Decision) {
 	now, digest := l.stamp(), callDigest(args, d)
+	session, tool, reason := l.redact(session), l.redact(tool), l.redact(d.Reason)
 	l.deferWrite(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, d.Verdict.String(), d.Code, d.Reason, nil, nil)
+		_, err := tx.StmtContext(ctx, l.insCall).ExecContext(ctx, l.run, now, session, tool, digest, d.Verdict.String(), d.Code, reason, nil, nil)
 		return err
 	})
 }
@@ -72,7 +73,7 @@ func (l *Ledger) RecordRefusal(session, tool string, args json.RawMessage, d Dec
 // background. If quiver dies first, the call reads outcome_unknown: the
 // safe side, since quiver never retries such a call.
 func (l *Ledger) RecordEndLater(call int64, o Outcome, detail string) {
-	now := l.stamp()
+	now, detail := l.stamp(), l.redact(detail)
 	if call < 0 {
 		l.endJournaled(call, o, detail, now)
 		return
@@ -96,7 +97,7 @@ func callDigest(args json.RawMessage, d Decision) string {
 // RecordApproval records how an ask was settled: e.g. "once", "session",
 // "denied", "timeout", "unavailable", "grant 12".
 func (l *Ledger) RecordApproval(ctx context.Context, call int64, approval string) error {
-	return l.update(ctx, "record approval", `UPDATE calls SET approval = ? WHERE id = ?`, approval, call)
+	return l.update(ctx, "record approval", `UPDATE calls SET approval = ? WHERE id = ?`, l.redact(approval), call)
 }
 
 // RecordStart records that the call was forwarded.
@@ -108,7 +109,7 @@ func (l *Ledger) RecordStart(ctx context.Context, call int64) error {
 // note (an error message), never the result.
 func (l *Ledger) RecordEnd(ctx context.Context, call int64, o Outcome, detail string) error {
 	now := l.stamp()
-	return l.update(ctx, "record end", sqlUpdateEnd, string(o), detail, now, now, call)
+	return l.update(ctx, "record end", sqlUpdateEnd, string(o), l.redact(detail), now, now, call)
 }
 
 // A CallEntry is one call as the audit shows it.

@@ -73,6 +73,11 @@ func (x exit) strings(msg []byte, set *settings) []byte {
 	if big && boundMessage(v, limit) {
 		changed = true
 	}
+	if big {
+		if r, ok := refuseOversized(v, limit); ok {
+			v, changed = r, true
+		}
+	}
 	if !changed {
 		return msg
 	}
@@ -102,9 +107,16 @@ func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bo
 		if view[i] != '\\' || i+1 >= len(view) {
 			continue
 		}
-		n := 2
+		n, blank := 2, byte(' ')
 		switch view[i+1] {
-		case 'n', 't', 'r', 'b', 'f', '"', '\\':
+		case 'n', 'r':
+			// A line break stays one, doubled to the escape's length: the
+			// redactor judges a secret broken by one (registry's
+			// spreadForms), and a blank would hide the break from it.
+			view[i], view[i+1] = '\n', '\n'
+			i++
+			continue
+		case 't', 'b', 'f', '"', '\\':
 			if view[i+1] == '"' || view[i+1] == '\\' {
 				if secretHas(secrets, rune(view[i+1])) {
 					return false
@@ -119,11 +131,14 @@ func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bo
 				return false
 			}
 			n = 6
+			if r == '\n' || r == '\r' {
+				blank = '\n'
+			}
 		default:
 			return false
 		}
 		for j := i; j < i+n; j++ {
-			view[j] = ' '
+			view[j] = blank
 		}
 		i += n - 1
 	}
@@ -189,25 +204,29 @@ func boundMessage(v any, limit int) bool {
 	if !ok {
 		return false
 	}
-	if key == "result" {
-		for _, listing := range []string{"tools", "prompts", "resources", "resourceTemplates", "protocolVersion"} {
-			if _, ok := obj[listing]; ok {
-				return false
-			}
-		}
+	if key == "result" && (isListing(obj) || isInputRequired(obj)) {
+		// A listing is quiver's own; an input_required result's request
+		// state must come back as it went (refuseOversized judges both).
+		return false
 	}
 	total := jsonSize(obj)
 	if total <= limit {
 		return false
 	}
+	if key == "result" && fitCompletion(obj, limit-200) {
+		total = jsonSize(obj)
+	}
 	shorten(obj, total-limit+200) // room for the mark
 	if key == "result" {
 		leaveOut(obj, limit-200) // many small parts (output.go)
-	} else if _, request := m["id"]; !request && key == "params" {
-		// A notification (a log record's data, say) of many small parts:
-		// no item of it is long enough to cut, and nothing answers it, so
-		// what does not fit is left out (red team 3: 40,000 short records
-		// in one notifications/message reached the host whole).
+	} else if key == "params" {
+		// A notification (a log record's data, say) or a request of many
+		// small parts: no item of it is long enough to cut, so what does
+		// not fit is left out (red team 3: 40,000 short records in one
+		// notifications/message reached the host whole). A request a
+		// downstream makes of the host is refused to it before it gets
+		// here when it is too large (relay_asks.go): what is left is
+		// quiver's own.
 		fitParams(obj, limit-200)
 	}
 	meta, _ := obj["_meta"].(map[string]any)
@@ -217,6 +236,97 @@ func boundMessage(v any, limit int) bool {
 	meta["quiver/truncated"] = true
 	obj["_meta"] = meta
 	return true
+}
+
+// isListing reports whether a result is a listing or initialize's: quiver's
+// own, never cut.
+func isListing(obj map[string]any) bool {
+	for _, listing := range []string{"tools", "prompts", "resources", "resourceTemplates", "protocolVersion"} {
+		if _, ok := obj[listing]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// isInputRequired reports whether a result asks the host for input
+// (2026-07-28): its requests and its state go as they are, or not at all.
+func isInputRequired(obj map[string]any) bool {
+	_, reqs := obj["inputRequests"]
+	_, state := obj["requestState"]
+	return reqs || state || obj["resultType"] == "input_required"
+}
+
+// maxCompletionValues is the most values a completion result may hold
+// (the MCP specification: "values: ... max 100 items").
+const maxCompletionValues = 100
+
+// fitCompletion cuts a completion/complete result's values to the
+// specification's 100 and to budget bytes, from the end, and says so the
+// way the specification has it: hasMore, and total (a host shows "and N
+// more"). It reports whether the result was a completion it cut.
+func fitCompletion(obj map[string]any, budget int) bool {
+	c, ok := obj["completion"].(map[string]any)
+	if !ok {
+		return false
+	}
+	values, ok := c["values"].([]any)
+	if !ok {
+		return false
+	}
+	n := len(values)
+	if n > maxCompletionValues {
+		values = values[:maxCompletionValues]
+	}
+	c["values"] = values
+	// Measured once, then less each value left out: a value may be
+	// large, and measuring the whole again for each would cost its size
+	// a hundred times.
+	for size := jsonSize(obj); len(values) > 0 && size > budget; {
+		size -= jsonSize(values[len(values)-1]) + 1
+		values = values[:len(values)-1]
+	}
+	c["values"] = values
+	if len(values) == n {
+		return false
+	}
+	total := n
+	if t, ok := c["total"].(json.Number); ok {
+		if v, err := t.Int64(); err == nil && int(v) > total {
+			total = int(v)
+		}
+	}
+	c["total"], c["hasMore"] = total, true
+	return true
+}
+
+// refuseOversized is the last word on a message still over the bound once
+// it has been cut where it could be: a response (an input_required result,
+// an error whose data is many small parts, anything no cut could bring
+// within the bound) becomes a JSON-RPC error for its id that says so, and
+// is not sent whole. Listings and initialize are quiver's own and pass; a
+// request or a notification has been cut to fit (boundMessage).
+func refuseOversized(v any, limit int) (any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v, false
+	}
+	id, hasID := m["id"]
+	if _, method := m["method"]; method || !hasID {
+		return v, false
+	}
+	if res, ok := m["result"].(map[string]any); ok && isListing(res) {
+		return v, false
+	}
+	size := jsonSize(m)
+	if size <= limit+boundSlack {
+		return v, false
+	}
+	return map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code": -32603,
+		"message": fmt.Sprintf("quiver: the answer is %d bytes, over the %d bytes quiver sends a host in one message "+
+			"(surface.max_result_bytes), and it could not be cut to fit; ask for less (a narrower query, a range, fewer items).", size, limit),
+	}}, true
 }
 
 // cutNotice ends a string shortened by shorten.

@@ -35,7 +35,7 @@ func joinedRedact(msg []byte, secrets []registry.Secret) []byte {
 		if esc {
 			t = []byte(valueText(msg, start, end, esc))
 		}
-		if endsWithSecretPrefix(t, secrets) {
+		if endsWithSecretPrefix(bytes.TrimRight(t, "\r\n"), secrets) {
 			suspect = true
 			return false
 		}
@@ -79,28 +79,52 @@ func joinedRedact(msg []byte, secrets []registry.Secret) []byte {
 		owner := func(pos int) int {
 			return sort.Search(len(at), func(i int) bool { return at[i] > pos }) - 1
 		}
-		for _, s := range longest {
-			for from := 0; ; {
-				i := strings.Index(joined[from:], s.Value)
-				if i < 0 {
-					break
+		// The secret is looked for in joined, and again in joined without
+		// its line breaks (one string's end, a break, the next's start:
+		// "7391\n", "82046551"); view maps a byte of the second to a byte
+		// of joined.
+		texts, views := []string{joined}, [][]int{nil}
+		if strings.ContainsAny(joined, "\r\n") {
+			var nb strings.Builder
+			var view []int
+			for i := 0; i < len(joined); i++ {
+				if c := joined[i]; c != '\r' && c != '\n' {
+					nb.WriteByte(c)
+					view = append(view, i)
 				}
-				a, z := from+i, from+i+len(s.Value)
-				from = a + 1
-				if owner(a) == owner(z-1) {
-					continue // within one string: redacted as a string
+			}
+			texts, views = append(texts, nb.String()), append(views, view)
+		}
+		for t, text := range texts {
+			pos := func(i int) int {
+				if views[t] == nil {
+					return i
 				}
-				for pos := a; pos < z; pos++ {
-					n := owner(pos)
-					v := which[n]
-					if cover[v] == nil {
-						cover[v] = make([]string, len(vals[v].text))
+				return views[t][i]
+			}
+			for _, s := range longest {
+				for from := 0; ; {
+					i := strings.Index(text[from:], s.Value)
+					if i < 0 {
+						break
 					}
-					if k := pos - at[n]; cover[v][k] == "" {
-						cover[v][k] = s.Var
+					a, z := from+i, from+i+len(s.Value)
+					from = a + 1
+					if owner(pos(a)) == owner(pos(z-1)) {
+						continue // within one string: redacted as a string
 					}
+					for k := a; k < z; k++ {
+						n := owner(pos(k))
+						v := which[n]
+						if cover[v] == nil {
+							cover[v] = make([]string, len(vals[v].text))
+						}
+						if j := pos(k) - at[n]; cover[v][j] == "" {
+							cover[v][j] = s.Var
+						}
+					}
+					touched = true
 				}
-				touched = true
 			}
 		}
 	}
@@ -152,10 +176,14 @@ func joinedRedact(msg []byte, secrets []registry.Secret) []byte {
 
 // metaKeys name the members whose values a host reads as the frame of a
 // text, not as part of it (an item's type, a resource's URI and MIME
-// type): a secret is also judged in the join that leaves them out, so
-// that a text item's end and the embedded resource's text after it read
-// as one, as the host shows them.
-var metaKeys = map[string]bool{"type": true, "uri": true, "mimeType": true, "jsonrpc": true, "method": true, "role": true}
+// type), or does not show as text at all (an image's or an audio clip's
+// data, a resource's blob): a secret is also judged in the join that
+// leaves them out, so that a text item's end and the text after it read
+// as one, as the host shows them, whether an embedded resource or an
+// image stands between (issue 22: text, image, text carried a secret in
+// two halves).
+var metaKeys = map[string]bool{"type": true, "uri": true, "mimeType": true, "jsonrpc": true, "method": true, "role": true,
+	"data": true, "blob": true}
 
 // endsWithSecretPrefix reports whether t ends with a nonempty proper
 // prefix of a secret: the only way a secret can start in t and go on in

@@ -463,6 +463,14 @@ func redactValue(v any, redact func(string) string) (any, bool) {
 	case string:
 		r := redact(x)
 		return r, r != x
+	case json.Number:
+		// A number is judged by its value (a digits-only secret as
+		// 7.39182046551e11): one that spells a secret becomes the mark,
+		// a string.
+		if r := redact(string(x)); r != string(x) {
+			return r, true
+		}
+		return x, false
 	case []any:
 		changed := false
 		for i, e := range x {

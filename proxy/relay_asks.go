@@ -174,6 +174,9 @@ func (p peer) deliver(ctx context.Context, k kind, req mcp.InputRequest) (mcp.In
 	if !ok {
 		return mcp.InputResponse{}, p.fail(method, errUnchecked)
 	}
+	if err := p.fits(req); err != nil {
+		return mcp.InputResponse{}, p.fail(method, err)
+	}
 	resp, err := k.send(uctx, p.r.s.mcp, req)
 	return resp, p.done(method, err)
 }
@@ -195,6 +198,9 @@ func (p peer) parked(ctx context.Context, f *flight, k kind, req mcp.InputReques
 	if !k.declared(hostCaps(f.ctx)) {
 		return mcp.InputResponse{}, p.fail(method, fmt.Errorf("%w: the host did not declare %s", errNoCapability, method))
 	}
+	if err := p.fits(req); err != nil {
+		return mcp.InputResponse{}, p.fail(method, err)
+	}
 	resp, err := f.park.ask(ctx, req)
 	if err == nil {
 		err = resp.DecodeFor(req.Method)
@@ -203,6 +209,30 @@ func (p peer) parked(ctx context.Context, f *flight, k kind, req mcp.InputReques
 }
 
 var errUnchecked = errors.New("the request could not be checked for secrets, so it was not passed on")
+
+// errTooLarge is the downstream's answer for a request too large to send
+// the host.
+var errTooLarge = errors.New("request too large")
+
+// fits refuses a request larger than the bound on every message to the
+// host (surface.max_result_bytes): a sampling request's messages or an
+// elicitation's form cannot be cut without changing what is asked, so
+// the server that asks is told, and nothing is sent (issue 22: a 2.3 MB
+// sampling request and a large form went whole).
+func (p peer) fits(req mcp.InputRequest) error {
+	limit := p.r.s.current().cfg.Surface.MaxResultBytes
+	if limit <= 0 {
+		return nil
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if len(b) > limit {
+		return fmt.Errorf("%w: it is %d bytes, over the %d bytes quiver sends a client in one message (surface.max_result_bytes in quiver's config); ask for less in one request", errTooLarge, len(b), limit)
+	}
+	return nil
+}
 
 func (p peer) redact(req mcp.InputRequest) (mcp.InputRequest, bool) {
 	return redactJSON(req, p.r.s.redactor(), func(b json.RawMessage) (mcp.InputRequest, error) {

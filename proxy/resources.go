@@ -424,6 +424,10 @@ func (c completion) forward(ctx context.Context, srv string, ref any, args map[s
 	if err != nil {
 		return nil, c.m.s.redactErr(fmt.Errorf("completion from server %s: %w", srv, err))
 	}
+	if n := len(out.Values); n > maxCompletionValues {
+		// The specification's most (a server sent 40,000, issue 22).
+		out.Values, out.HasMore, out.Total = out.Values[:maxCompletionValues], true, max(out.Total, n)
+	}
 	redact := c.m.s.redactor()
 	for i, v := range out.Values {
 		out.Values[i] = redact(v)

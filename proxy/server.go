@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -185,6 +186,16 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
 	s.pending.Store(set)
+	if ledger != nil {
+		// What the ledger stores is redacted as what quiver shows is, with
+		// the secrets of the configuration in force.
+		ledger.SetRedactor(func(text string) string {
+			if cur := s.current(); cur != nil {
+				return cur.redact.Redact(text)
+			}
+			return set.redact.Redact(text)
+		})
+	}
 	ropts := registry.Options{
 		Logger:              opts.Logger,
 		StateDir:            opts.StateDir,
@@ -336,7 +347,12 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	server.WithWorkerPoolSize(64)(ss)
 	server.WithQueueSize(1000)(ss)
 	ss.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
-	return ss.Listen(throughExit(ctx), in, &lineExit{w: out, x: s.exit()})
+	exit := &lineExit{w: out, x: s.exit()}
+	in = newLineCap(in, MaxRequestLine, func(id json.RawMessage, size int64) {
+		s.log.Warn("stdio: a message over the size limit was dropped and answered with an error", "bytes", size, "limit", MaxRequestLine)
+		_, _ = exit.Write(tooLongAnswer(id, size, MaxRequestLine))
+	})
+	return ss.Listen(throughExit(ctx), in, exit)
 }
 
 // HTTPHandler serves streamable HTTP at /mcp with stateful sessions

@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"regexp"
@@ -89,6 +90,7 @@ type formGroup struct {
 //
 //   - as a URL carries it (errors quote URLs, and keys have +, / and = in
 //     them);
+//   - in hex, lower and upper case;
 //   - as a quoted string: JSON as encoding/json writes it (<, > and &
 //     escaped or not), as Python's json.dumps writes it (all but ASCII
 //     escaped), and with only the backslash and the quote escaped (a
@@ -130,6 +132,9 @@ func formGroups(sec Secret) []formGroup {
 	add(v)
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
+	// Hex, as a dump or a digest-looking field shows bytes (issue 22).
+	add(hex.EncodeToString([]byte(v)))
+	add(strings.ToUpper(hex.EncodeToString([]byte(v))))
 	for _, q := range quotedForms(v) {
 		add(q)
 	}
@@ -247,7 +252,9 @@ func base64Core(enc *base64.Encoding, v string, align int) string {
 // forms once, so that redacting a text with no secret in it costs a few
 // substring scans per secret. A Redactor is safe for concurrent use.
 type Redactor struct {
-	forms []formGroup // the longest first
+	forms  []formGroup // the longest first
+	spread spreadForms // looked for across line breaks and percent escapes
+	digits []digitSecret
 }
 
 // NewRedactor returns a Redactor for secrets. The caller's slice is
@@ -261,13 +268,22 @@ func NewRedactor(secrets []Secret) *Redactor {
 	// must not be cut in two by the shorter one's replacement, leaving its
 	// tail in the clear.
 	slices.SortStableFunc(r.forms, func(a, b formGroup) int { return len(b.text) - len(a.text) })
+	r.spread = newSpreadForms(secrets)
+	r.digits = digitSecrets(secrets)
 	return r
 }
 
 // Redact replaces every form of every known secret in s (see formGroups)
 // with [redacted:VAR] and every well-known credential shape with
-// [redacted:KIND].
+// [redacted:KIND]. A secret written with line breaks or percent escapes
+// inside it is replaced whole, breaks and escapes included (see
+// spreadForms), and so is a number that spells a digits-only secret by
+// its value, in any notation (see digitSecret): s may be the literal of
+// a JSON number.
 func (r *Redactor) Redact(s string) string {
+	// Numbers first, so that a number's whole spelling goes, not the
+	// secret's digits in it (0.[redacted]e12 would still tell its value).
+	s = redactNumbers(s, r.digits)
 	for _, f := range r.forms {
 		if !strings.Contains(s, f.text) {
 			continue
@@ -284,7 +300,7 @@ func (r *Redactor) Redact(s string) string {
 		}
 		s = c.re.ReplaceAllString(s, "[redacted:"+c.name+"]")
 	}
-	return s
+	return r.spread.redact(s)
 }
 
 // Redact replaces every known secret in s with [redacted:VAR] and every

@@ -64,10 +64,15 @@ func (h redactingHandler) WithGroup(name string) slog.Handler {
 }
 
 // redactAttr is a with its text redacted: strings, errors and anything
-// else that prints itself; numbers, times and the like stay as they are.
+// else that prints itself, and a number that spells a digits-only secret
+// (a server's progress token, say); times and the like stay as they are.
 func redactAttr(a slog.Attr, redact func(string) string) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
+	case slog.KindInt64, slog.KindUint64, slog.KindFloat64:
+		if s := v.String(); redact(s) != s {
+			return slog.String(a.Key, redact(s))
+		}
 	case slog.KindString:
 		return slog.String(a.Key, redact(v.String()))
 	case slog.KindAny:
