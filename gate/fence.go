@@ -148,6 +148,11 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 				return nil, d, false
 			}
 		}
+		if g.res.win != nil && pa.unresolved != "" {
+			if d, hit := g.protectedBehindDevice(pa.raw, class, w); hit {
+				return nil, d, false
+			}
+		}
 	}
 	if d, hit := g.protectedFromCwd(c, t, class, args); hit {
 		return nil, d, false

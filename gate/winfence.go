@@ -475,3 +475,38 @@ func (w *work) reading() error {
 	}
 	return nil
 }
+
+// protectedBehindDevice refuses a path written through a device or volume
+// (\\?\Volume{…}\x, \\?\GLOBALROOT\Device\HarddiskVolume3\x,
+// \\.\HarddiskVolume3\x) whose rest leads to one of quiver's own files
+// on that file's drive. Such a path cannot be placed, so it already asks;
+// this keeps an approval from reaching quiver's files through it, as
+// for any other spelling. The rest is tried after each of the first few
+// names (a volume is named by one to three) and resolved through links.
+func (g *Gate) protectedBehindDevice(raw string, class Class, w *work) (Decision, bool) {
+	p, why := parseWin(raw)
+	if why == "" || (!strings.HasPrefix(raw, `\\`) && !strings.HasPrefix(raw, `\??\`)) || len(raw) < 4 {
+		return Decision{}, false
+	}
+	comps := splitWin(raw[4:], p.verbatim)
+	for _, prot := range g.protected {
+		parts := winParts(prot)
+		if len(parts) == 0 || len(parts[0]) != 2 {
+			continue // quiver's files on a share: no volume path leads there
+		}
+		for k := 1; k <= 3 && k < len(comps); k++ {
+			names, why := fileComps(trimComps(dotSteps(comps[k:]), false, trimAll))
+			if why != "" {
+				continue
+			}
+			rs, why, err := winResolve(g.res.win, winName{root: parts[0], comps: names}, 0, w)
+			if err != nil || why != "" {
+				continue
+			}
+			if d, hit := g.protectedPath(raw, rs[0], class); hit {
+				return d, true
+			}
+		}
+	}
+	return Decision{}, false
+}

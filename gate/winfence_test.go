@@ -199,6 +199,9 @@ func TestWindowsFence(t *testing.T) {
 		{"protected_config_any_case", read, `c:\users\jonathan smith\appdata\roaming\QUIVER\SERVERS.YAML`, protected},
 		{"protected_state_under_local_appdata", read, winSt + `\ledger.db`, protected},
 		{"protected_behind_an_admin_share", read, `\\localhost\C$\Users\Jonathan Smith\AppData\Roaming\quiver\servers.yaml`, protected},
+		{"protected_behind_a_volume_guid", read, `\\?\Volume{1b3b8e52-0000-0000-0000-100000000000}\Users\JONATH~1\AppData\Roaming\quiver\servers.yaml`, protected},
+		{"protected_behind_globalroot", read, `\\?\GLOBALROOT\Device\HarddiskVolume3\Users\Jonathan Smith\AppData\Local\quiver\state\ledger.db`, protected},
+		{"protected_behind_a_dot_device", read, `\\.\HarddiskVolume3\Users\Jonathan Smith\AppData\Roaming\quiver\servers.yaml`, protected},
 		{"protected_dotless_i_lookalike", read, winHome + "\\AppData\\Roaming\\qu\u0131ver\\servers.yaml", protected},
 		{"folder_holding_protected_is_refused_to_a_write", write, winHome + `\AppData`, protected},
 		{"folder_holding_protected_may_be_read", read, winHome + `\AppData`, ask()},
@@ -267,5 +270,18 @@ func TestWindowsAllowedFolders(t *testing.T) {
 	}
 	if _, err := New(Policy{AllowedDirs: []string{`work`}}, func(o *options) { o.winfs = fsys }); err == nil {
 		t.Error("a relative allowed folder was accepted")
+	}
+}
+
+// TestWindowsDeviceDotDot: in a \\.\ path the device prefix is the root,
+// so ".." climbs out of the drive: \\.\C:\..\D:\x is D:\x. Read as C:\D\x
+// it would be inside an allowed C:\.
+func TestWindowsDeviceDotDot(t *testing.T) {
+	fsys := (&fakeWinFS{}).add(`D:\x`, "", "")
+	for _, p := range []string{`\\.\C:\..\D:\x`, `//./C:/work/../../D:/x`} {
+		pl, err := winReadings(fsys, p, frame{}, nil)
+		if err != nil || pl.unresolved != "" || len(pl.readings) != 1 || pl.readings[0] != `D:\x` {
+			t.Errorf("%q: %+v, %v; want D:\\x", p, pl, err)
+		}
 	}
 }
