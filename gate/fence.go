@@ -134,7 +134,7 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 		}
 		pa := pathArg{arg: rp.arg, raw: rp.s, primary: pl.primary, readings: pl.readings, unresolved: pl.unresolved}
 		for _, r := range pl.readings {
-			if !insideAny(r, roots) {
+			if !g.res.insideAny(r, roots) {
 				pa.outside = append(pa.outside, r)
 			}
 		}
@@ -145,6 +145,11 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 	for _, pa := range paths {
 		for _, r := range pa.readings {
 			if d, hit := g.protectedPath(pa.raw, r, class); hit {
+				return nil, d, false
+			}
+		}
+		if g.res.win != nil && pa.unresolved != "" {
+			if d, hit := g.protectedBehindDevice(pa.raw, class, w); hit {
 				return nil, d, false
 			}
 		}
@@ -166,7 +171,7 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 // those are resolved, on a budget of their own; the folder's names are
 // read once per call.
 func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]any) (Decision, bool) {
-	if t.Cwd == "" || len(g.protected) == 0 || !filepath.IsAbs(t.Cwd) {
+	if t.Cwd == "" || len(g.protected) == 0 || !g.res.isAbs(t.Cwd) {
 		return Decision{}, false
 	}
 	cwd := t.Cwd
@@ -190,7 +195,11 @@ func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]an
 	var walk func(v any, depth int)
 	check := func(s string) {
 		s = strings.TrimFunc(s, isTrimmed)
-		if hit || s == "" || len(s) > maxPathLen || strings.ContainsAny(s, "\n\r") || filepath.IsAbs(s) {
+		if hit || s == "" || len(s) > maxPathLen || strings.ContainsAny(s, "\n\r") || g.res.isAbs(s) {
+			return
+		}
+		if g.res.win != nil {
+			d, hit = g.protectedFromCwdWindows(c, class, cwd, s, w)
 			return
 		}
 		if d, hit = g.protectedPath(s, filepath.Join(cwd, s), class); hit {
@@ -248,9 +257,9 @@ func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
 	for _, p := range g.protected {
 		var what string
 		switch {
-		case withinFold(r, p):
+		case g.res.withinFold(r, p):
 			what = "is one of quiver's own files (its configuration, toggles and state): no tool may read or change them"
-		case class != ClassRead && class != ClassExecute && withinFold(p, r):
+		case class != ClassRead && class != ClassExecute && g.res.withinFold(p, r):
 			// Moving or deleting a folder that holds them. An execute tool
 			// is not held to this: a command can reach quiver's files
 			// whatever folder it runs in, so refusing a home folder as its
@@ -333,11 +342,11 @@ func (g *Gate) sessionRoots(in []string) []string {
 		p := r
 		if isFileURI(r) {
 			var err error
-			if p, err = fileURIPath(r); err != nil {
+			if p, err = g.res.uriPath(r); err != nil {
 				continue // a root quiver cannot read widens nothing
 			}
 		}
-		if !filepath.IsAbs(p) {
+		if !g.res.isAbs(p) {
 			continue
 		}
 		if res, ok := g.roots.Load(p); ok {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -221,6 +220,9 @@ type Option func(*options)
 type options struct {
 	ledger    *Ledger
 	protected []string
+	// winfs makes the gate read Windows paths through it on any OS
+	// (tests); on Windows the gate always does, through Windows itself.
+	winfs winFS
 }
 
 // WithLedger makes Evaluate consult grants and permits in l before it
@@ -249,13 +251,16 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 	}
 	home, _ := os.UserHomeDir()
 	res := newResolver(home)
+	if o.winfs != nil {
+		res.win = o.winfs
+	}
 	cp, err := compilePolicy(p, res)
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	var protected []string
 	for _, pp := range o.protected {
-		if !filepath.IsAbs(pp) {
+		if !res.isAbs(pp) {
 			return nil, fmt.Errorf("gate: protected path %q is not absolute", pp)
 		}
 		real, err := res.resolveRoot(pp)
@@ -264,7 +269,7 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 		}
 		// Both where it leads and where it is written: deleting a link
 		// that leads to quiver's files loses them as surely.
-		for _, q := range []string{real, filepath.Clean(pp)} {
+		for _, q := range []string{real, res.clean(pp)} {
 			if !contains(protected, q) {
 				protected = append(protected, q)
 			}

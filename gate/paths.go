@@ -47,6 +47,9 @@ type resolver struct {
 	userHome string
 	// lookupHome finds another user's home for "~name"; nil refuses.
 	lookupHome func(name string) (string, error)
+	// win, when set, makes the resolver read Windows paths (winfence.go),
+	// asking it about names; set on Windows, and in tests anywhere.
+	win winFS
 }
 
 func newResolver(userHome string) *resolver {
@@ -56,12 +59,15 @@ func newResolver(userHome string) *resolver {
 			return "", err
 		}
 		return u.HomeDir, nil
-	}}
+	}, win: osWinFS()}
 }
 
 // expandHome expands "~" in quiver's own configuration.
 func (r *resolver) expandHome(p string) string {
-	if r.userHome != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+	if r.userHome != "" && (p == "~" || strings.HasPrefix(p, "~/") || r.win != nil && strings.HasPrefix(p, `~\`)) {
+		if r.win != nil {
+			return r.userHome + `\` + p[1:]
+		}
 		return filepath.Join(r.userHome, p[1:])
 	}
 	return p
@@ -70,6 +76,9 @@ func (r *resolver) expandHome(p string) string {
 func (r *resolver) resolveRoot(abs string) (string, error) {
 	if err := checkChars(abs); err != nil {
 		return "", err
+	}
+	if r.win != nil {
+		return winRoot(r.win, abs)
 	}
 	return resolveRootOS(filepath.Clean(abs))
 }
@@ -285,6 +294,11 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 			if v.err != nil {
 				return out, v.err
 			}
+			if r.win != nil && v.s == strings.ReplaceAll(forms[i], `\`, "/") {
+				// On Windows "\" and "/" are one separator already; the
+				// swap would only turn \\?\ into a path Windows never sees.
+				continue
+			}
 			if !contains(forms, v.s) {
 				if len(forms) == maxForms {
 					return out, bad("the path can be read in too many ways")
@@ -298,6 +312,20 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 	for i, f := range forms {
 		if err := checkChars(f); err != nil {
 			return out, err
+		}
+		if r.win != nil {
+			wp, err := winReadings(r.win, f, fr, w)
+			if err != nil {
+				return out, err
+			}
+			unplaced(wp.unresolved)
+			for _, p := range wp.readings {
+				if i == 0 && primary == "" {
+					primary = p
+				}
+				add(p)
+			}
+			continue
 		}
 		if why := unplacedOS(f, fr); why != "" {
 			unplaced(why)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -165,7 +164,7 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 			return cp, &PolicyError{Key: key, Err: errors.New("empty entry; give a folder, like ~/projects")}
 		}
 		d = r.expandHome(d)
-		if !filepath.IsAbs(d) {
+		if !r.isAbs(d) {
 			return cp, &PolicyError{Key: key, Err: fmt.Errorf("%q is not an absolute path; start it with / or ~/", d)}
 		}
 		res, err := r.resolveRoot(d)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"slices"
 
 	"github.com/quiver-mcp/quiver/gate"
@@ -92,6 +93,9 @@ func rootPath(root string) (string, error) {
 	p := root
 	if u, err := url.Parse(root); err == nil && u.Scheme == "file" {
 		p = u.Path
+		if runtime.GOOS == "windows" && len(p) >= 3 && p[0] == '/' && p[2] == ':' {
+			p = p[1:] // file:///C:/x is C:\x
+		}
 	}
 	if !filepath.IsAbs(p) {
 		return "", fmt.Errorf("root %q is not an absolute folder", root)
