@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,36 @@ type Options struct {
 	// PinPoll is how often the pins are checked for a change made by
 	// another process (default 500 ms).
 	PinPoll time.Duration
+	// WorkDir is the folder quiver owns under which a stdio server with
+	// no cwd: runs, each in WorkDir/<server name> (ChildDir), emptied
+	// before every start. Default: a new temporary folder, removed by
+	// Close.
+	WorkDir string
+}
+
+// ChildDir is the folder server s runs in: its cwd: as written, else its
+// own folder under workDir (Options.WorkDir), never quiver's working
+// folder. A host starts quiver in the project, inside the fence, where a
+// model may write an .npmrc that npx obeys at the server's next start;
+// the folder under workDir is quiver's, and emptied before each start,
+// so nothing written there outlives one (ARCHITECTURE.md, "Starting
+// servers").
+func ChildDir(workDir string, s Server) string {
+	if s.Cwd != "" || s.Transport != TransportStdio {
+		return s.Cwd
+	}
+	return filepath.Join(workDir, s.Name)
+}
+
+// prepareChildDir makes the folder a server without cwd: runs in, empty.
+func prepareChildDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("empty the server's working folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("make the server's working folder: %w", err)
+	}
+	return nil
 }
 
 // A Registry runs the downstream servers of one Config.
@@ -98,6 +129,7 @@ type Registry struct {
 	pins     *pinner // nil without Options.Pins
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	ownWork  string // Options.WorkDir when New made it: Close removes it
 }
 
 // New prepares a registry; nothing runs until Start.
@@ -123,7 +155,17 @@ func New(cfg *Config, opts Options) *Registry {
 	if opts.PinPoll <= 0 {
 		opts.PinPoll = 500 * time.Millisecond
 	}
-	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{})}
+	ownWork := ""
+	if opts.WorkDir == "" {
+		// The caller gave no folder: one of the registry's own, so a child
+		// never inherits quiver's working folder.
+		if d, err := os.MkdirTemp("", "quiver-run-"); err == nil {
+			opts.WorkDir, ownWork = d, d
+		} else {
+			opts.Logger.Error("no working folder for the servers; a server without cwd: will not start", "err", err)
+		}
+	}
+	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{}), ownWork: ownWork}
 	r.pins = newPinner(opts, opts.Logger)
 	for _, s := range cfg.Servers {
 		r.conns = append(r.conns, r.newConn(s, cfg.Secrets))
@@ -185,6 +227,9 @@ func (r *Registry) Close() error {
 	}
 	r.wg.Wait()
 	r.closeReady()
+	if r.ownWork != "" {
+		_ = os.RemoveAll(r.ownWork)
+	}
 	return nil
 }
 
