@@ -269,7 +269,8 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 // their entry gives no cwd: (registry.ChildDir), one per process under
 // the state dir's run folder, so that quivers sharing a state dir never
 // empty each other's; without a state dir, a temporary one. Close
-// removes it.
+// removes it; the folders of quivers that died without closing are
+// removed here, when the process their name carries is gone.
 func childFolders(stateDir string) (string, error) {
 	parent := ""
 	if stateDir != "" {
@@ -277,8 +278,15 @@ func childFolders(stateDir string) (string, error) {
 		if err := os.MkdirAll(parent, 0o700); err != nil {
 			return "", fmt.Errorf("the servers' working folders: %w", err)
 		}
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			var pid int
+			if _, err := fmt.Sscanf(e.Name(), "quiver-%d-", &pid); err == nil && pid > 0 && !gate.ProcessAlive(pid) {
+				_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+			}
+		}
 	}
-	dir, err := os.MkdirTemp(parent, "quiver-")
+	dir, err := os.MkdirTemp(parent, fmt.Sprintf("quiver-%d-", os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("the servers' working folders: %w", err)
 	}

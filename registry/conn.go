@@ -539,7 +539,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 			dir := s.Cwd
 			if dir == "" {
 				if c.reg.opts.WorkDir == "" {
-					return nil, errors.New("quiver has no working folder of its own to start it in (see the log); give the server a cwd:")
+					return nil, errors.New("quiver has no working folder of its own to start it in (see the log); give the server a cwd: in servers.yaml")
 				}
 				dir = ChildDir(c.reg.opts.WorkDir, s)
 				if err := prepareChildDir(dir); err != nil {
