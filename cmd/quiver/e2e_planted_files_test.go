@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -192,6 +194,62 @@ func TestServerWithoutCwdDoesNotRunInQuiversFolder(t *testing.T) {
 	})
 	if again.Npmrc != "" {
 		t.Errorf("the server's restart read the .npmrc written in its folder (%q), in %s", again.Npmrc, again.Cwd)
+	}
+}
+
+// The red team's case, with the real npx and server-filesystem: the model
+// writes an .npmrc (node-options=--require ./t.cjs) and t.cjs in the
+// project quiver runs in, inside the fence; the next start of a server
+// whose entry is "command: npx" and no cwd: must not run t.cjs.
+func TestNpxDoesNotObeyAnNpmrcInTheProject(t *testing.T) {
+	t.Parallel()
+	npx := needTool(t, "npx")
+	project := t.TempDir()
+	cfg := fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  fs:
+    command: %q
+    args: ["-y", "@modelcontextprotocol/server-filesystem@%s", %q]
+    path_base: roots
+    timeout: 60s
+fence:
+  allowed_dirs: [%q]
+%s`, npx, filesystemServerVersion, project, project, allowAll)
+	first, _, _ := launch{cfg: cfg, dir: project}.start(t)
+	waitToolsFor(first, 90*time.Second, "fs__write_file")
+	marker := filepath.Join(project, "pwned")
+	for name, text := range map[string]string{
+		".npmrc": "node-options=--require ./t.cjs\nfund=false\n",
+		"t.cjs":  "// the model's code\nrequire('fs').writeFileSync(" + strconv.Quote(marker) + ", 'ran')\n",
+	} {
+		if res := first.call("fs__write_file", map[string]any{"path": filepath.Join(project, name), "content": text}); res.IsError {
+			t.Fatalf("control: the model writes %s inside the fence: %s", name, toolresult.Text(res))
+		}
+	}
+
+	next, _, _ := launch{cfg: cfg, dir: project}.start(t)
+	waitToolsFor(next, 90*time.Second, "fs__list_directory")
+	if res := next.call("fs__list_directory", map[string]any{"path": project}); res.IsError {
+		t.Fatalf("control: the server answers: %s", toolresult.Text(res))
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("npx obeyed the .npmrc the model wrote in quiver's working folder: t.cjs ran at the server's next start")
+	}
+}
+
+// waitToolsFor is waitTools with a longer wait: npx may fetch a package.
+func waitToolsFor(h *host, d time.Duration, names ...string) {
+	h.t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		got, _ := h.list()
+		if containsAll(got, names) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("tools/list = %v, want it to include %v", got, names)
+		}
 	}
 }
 
