@@ -126,7 +126,8 @@ func (c *common) parse(e *env) (*registry.Config, error) {
 	opts := registry.ConfigOptions{Lookup: c.lookup(e), Reserved: builtin.Names()}
 	path := c.serversPath(e)
 	if c.config == "" && !c.told {
-		if _, err := os.Stat("servers.yaml"); err == nil {
+		here, _ := filepath.Abs("servers.yaml")
+		if in, _ := filepath.Abs(path); fileExists(here) && here != in {
 			c.told = true
 			using := "the built-in default"
 			if path != "" {
