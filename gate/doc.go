@@ -16,7 +16,8 @@
 // bases, "~" of an unknown HOME, a Windows path here) is outside, and only
 // a one-use permit for the exact call allows it. A value is a path by its
 // argument's name or by its shape ("/…", "~/…", "./…", "../…", "file:",
-// "C:\…", "\\…"), at any depth. quiver's own files (WithProtected) are
+// "C:\…", "\\…"), at any depth. quiver's own files (WithProtected, and
+// WithSecrets, whose folders above are refused too) are
 // refused to every call (deny.protected_path) before inside or outside is
 // asked, and the work per call is capped (deny.args_too_complex), so that
 // no argument makes the fence slow. Model-written text that a person will

@@ -42,7 +42,10 @@ import (
 // call before the fence is consulted; a call that may change something is
 // also refused a reading that holds them (their folder or any ancestor).
 // Reading an ancestor (listing a home folder) stays allowed: it shows that
-// the files exist, not what they hold. The check compares resolved paths:
+// the files exist, not what they hold; but not an ancestor of those that
+// hold secrets (WithSecrets), since a tool given a folder may walk into
+// it. The folders quiver's servers run in (WithChildFolders) lie inside
+// the state dir and are not protected. The check compares resolved paths:
 // a hard link to a protected file, made elsewhere, is not recognised (no
 // tool can make one inside the protected folders, which is where it would
 // have to start).
@@ -254,11 +257,24 @@ func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]an
 // Windows) "~/.Config/Quiver" is the same folder, and refusing its
 // lookalike on Linux costs nothing.
 func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
+	// A carve-out widens what a call may touch, so it compares names
+	// strictly, as the fence's roots do, never with the folding below.
+	if g.res.insideAny(r, g.children) {
+		return Decision{}, false // emptied before its server starts (WithChildFolders)
+	}
 	for _, p := range g.protected {
 		var what string
 		switch {
 		case g.res.withinFold(r, p):
 			what = "is one of quiver's own files (its configuration, toggles and state): no tool may read or change them"
+		case class == ClassRead && g.secret[p] && g.res.withinFold(p, r):
+			// A tool given a folder may walk it: a recursive search of
+			// "~" reads every file under it, quiver's secrets included.
+			// Whether this tool walks, quiver cannot know.
+			d := deny(CodeProtectedPath, fmt.Sprintf("%s holds %s, where quiver keeps secrets (its page token, stored secrets, OAuth tokens), and a tool given a folder may read everything under it, whatever the fence or any approval says. "+
+				"Give the tool a folder inside it that does not hold %s (a project folder), or a file; quiver's secrets are never shown to a model.", quoteReading(raw, r), p, p))
+			d.Class, d.Paths = class, []string{r}
+			return d, true
 		case class != ClassRead && class != ClassExecute && g.res.withinFold(p, r):
 			// Moving or deleting a folder that holds them. An execute tool
 			// is not held to this: a command can reach quiver's files
@@ -269,15 +285,21 @@ func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
 		default:
 			continue
 		}
-		subject := fmt.Sprintf("%q", raw)
-		if r != raw {
-			subject += fmt.Sprintf(" (which leads to %s)", r)
-		}
-		d := deny(CodeProtectedPath, fmt.Sprintf("%s %s, whatever the fence or any approval says. Leave them alone and work with other files; the user changes quiver's settings with the quiver command.", subject, what))
+		d := deny(CodeProtectedPath, fmt.Sprintf("%s %s, whatever the fence or any approval says. Leave them alone and work with other files; the user changes quiver's settings with the quiver command.", quoteReading(raw, r), what))
 		d.Class, d.Paths = class, []string{r}
 		return d, true
 	}
 	return Decision{}, false
+}
+
+// quoteReading is the path as written, and where it leads when that
+// differs, for a refusal's sentence.
+func quoteReading(raw, r string) string {
+	subject := fmt.Sprintf("%q", raw)
+	if r != raw {
+		subject += fmt.Sprintf(" (which leads to %s)", r)
+	}
+	return subject
 }
 
 // tooComplex refuses a call whose paths would cost the fence more than

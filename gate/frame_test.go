@@ -363,6 +363,37 @@ func TestProtectedPaths(t *testing.T) {
 		check(t, g.Evaluate(ctx, call(tool, `{"q":"cfg/other.yaml"}`)), want{Allow, CodeAllow, nil})
 		check(t, g.Evaluate(ctx, call(tool, `{"q":"hello world","n":3}`)), want{Allow, CodeAllow, nil})
 	})
+	// A folder above quiver's secrets (WithSecrets) is refused to a read
+	// too: a tool given it may walk into them (search_text {dir: "~"}
+	// read the page token). A folder above its other files is not, and a
+	// command is fenced by policy, not by its folder.
+	t.Run("a_folder_above_the_secrets", func(t *testing.T) {
+		g := f.gate(t, Policy{Defaults: map[Class]string{ClassExecute: "allow"}}, WithProtected(cfg), WithSecrets(state))
+		res := g.Evaluate(ctx, call(read, `{"dir":`+js(f.root)+`}`))
+		check(t, res, want{Deny, CodeProtectedPath, []string{"where quiver keeps secrets", "folder inside it"}})
+		check(t, g.Evaluate(ctx, call(read, `{"dir":`+js(filepath.Join(f.root, "conf"))+`}`)), want{Allow, CodeAllow, nil})
+		check(t, g.Evaluate(ctx, call(framed(ClassExecute, []string{f.root}, f.root), `{"cwd":`+js(f.root)+`,"justification":"build the project"}`)),
+			want{Allow, CodeAllow, nil})
+		g = f.gate(t, Policy{}, WithProtected(cfg, state))
+		check(t, g.Evaluate(ctx, call(read, `{"dir":`+js(f.root)+`}`)), want{Allow, CodeAllow, nil})
+	})
+	// The folders quiver's servers run in lie in the state dir and are
+	// not protected (WithChildFolders): a server's names land there, and
+	// each is emptied before its server starts. Climbing out is judged as
+	// ever.
+	t.Run("a_servers_own_folder_in_the_state_dir", func(t *testing.T) {
+		run := filepath.Join(state, "run", "quiver-1")
+		if err := os.MkdirAll(filepath.Join(run, "fs"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		g := f.gate(t, Policy{}, WithSecrets(state), WithChildFolders(run))
+		tool := framed(ClassWrite, []string{f.root}, filepath.Join(run, "fs"))
+		tool.Cwd = filepath.Join(run, "fs")
+		check(t, g.Evaluate(ctx, call(tool, `{"name":"notes","content":"x"}`)), want{Allow, CodeAllow, nil})
+		check(t, g.Evaluate(ctx, call(tool, `{"path":"./notes.txt","content":"x"}`)), want{Allow, CodeAllow, nil})
+		check(t, g.Evaluate(ctx, call(tool, `{"path":"../../../ledger.db","content":"x"}`)), want{Deny, CodeProtectedPath, nil})
+		check(t, g.Evaluate(ctx, call(tool, `{"q":"../../../ledger.db"}`)), want{Deny, CodeProtectedPath, nil})
+	})
 	t.Run("relative_protected_path_refused", func(t *testing.T) {
 		if _, err := New(Policy{}, WithProtected("state")); err == nil || !strings.Contains(err.Error(), "absolute") {
 			t.Fatalf("New = %v, want an error saying absolute", err)

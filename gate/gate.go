@@ -209,6 +209,12 @@ type Gate struct {
 	ledger  *Ledger
 	// protected are quiver's own files, as resolved at New and as written.
 	protected []string
+	// secret are those of protected that hold secrets (WithSecrets): a
+	// folder above one is refused to a read too.
+	secret map[string]bool
+	// children are the folders quiver's servers run in (WithChildFolders),
+	// as resolved and as written: inside protected, not protected.
+	children []string
 	// roots holds each session root as first resolved (string -> string):
 	// a root folder turned into a link to / later must not widen the fence.
 	roots sync.Map
@@ -222,7 +228,9 @@ type options struct {
 	protected []string
 	// winfs makes the gate read Windows paths through it on any OS
 	// (tests); on Windows the gate always does, through Windows itself.
-	winfs winFS
+	winfs    winFS
+	secrets  []string
+	children []string
 }
 
 // WithLedger makes Evaluate consult grants and permits in l before it
@@ -239,6 +247,33 @@ func WithLedger(l *Ledger) Option { return func(o *options) { o.ledger = l } }
 // they hold. Paths must be absolute; they are resolved once, at New.
 func WithProtected(paths ...string) Option {
 	return func(o *options) { o.protected = append(o.protected, paths...) }
+}
+
+// WithSecrets names the files and folders of quiver's that hold secrets
+// (the state dir: the operator page's token, the keyring's fallback
+// file, OAuth tokens; an HTTP bearer token file). They are protected as
+// WithProtected's are, and more: a reading that holds one (a folder
+// above it) is refused to every call but an execute, reads included,
+// since a tool given the folder may walk into it (a recursive search of
+// "~" returns what every file under it says). The execute exception is
+// WithProtected's: a command reaches any file whatever folder it is
+// given, and policy is what fences commands.
+func WithSecrets(paths ...string) Option {
+	return func(o *options) {
+		o.protected = append(o.protected, paths...)
+		o.secrets = append(o.secrets, paths...)
+	}
+}
+
+// WithChildFolders names the folders quiver's stdio servers run in when
+// their entry gives no cwd: (registry.ChildDir). They lie in the state
+// dir, but they are not quiver's files: each is emptied before its
+// server starts, so what a call writes there outlives no start, and a
+// server's plain names ({"q": "notes"}) land there. A reading inside one
+// is not refused as protected; a reading that climbs out of it is judged
+// as any other.
+func WithChildFolders(dirs ...string) Option {
+	return func(o *options) { o.children = append(o.children, dirs...) }
 }
 
 // New validates p (globs, regular expressions, classes, verdicts, fence
@@ -258,8 +293,9 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	var protected []string
-	for _, pp := range o.protected {
+	var protected, children []string
+	secret := map[string]bool{}
+	both := func(pp string) ([]string, error) {
 		if !res.isAbs(pp) {
 			return nil, fmt.Errorf("gate: protected path %q is not absolute", pp)
 		}
@@ -269,13 +305,30 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 		}
 		// Both where it leads and where it is written: deleting a link
 		// that leads to quiver's files loses them as surely.
-		for _, q := range []string{real, res.clean(pp)} {
+		return []string{real, res.clean(pp)}, nil
+	}
+	for _, pp := range o.protected {
+		qs, err := both(pp)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range qs {
 			if !contains(protected, q) {
 				protected = append(protected, q)
 			}
+			if contains(o.secrets, pp) {
+				secret[q] = true
+			}
 		}
 	}
-	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger, protected: protected}, nil
+	for _, d := range o.children {
+		qs, err := both(d)
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, qs...)
+	}
+	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger, protected: protected, secret: secret, children: children}, nil
 }
 
 // Effective is the policy the gate runs with, every default filled in: the

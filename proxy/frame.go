@@ -39,15 +39,17 @@ type serverFrame struct {
 	pathArgs  map[string][]string
 }
 
-// frames works out every server's frame for cfg.
-func frames(cfg *registry.Config) map[string]serverFrame {
+// frames works out every server's frame for cfg, its stdio servers
+// without cwd: running under workDir (registry.ChildDir).
+func frames(cfg *registry.Config, workDir string) map[string]serverFrame {
 	out := make(map[string]serverFrame, len(cfg.Servers))
 	for _, srv := range cfg.Servers {
 		fr := serverFrame{home: srv.Home(), pathArgs: srv.PathArgs}
-		if srv.Transport == registry.TransportStdio {
-			// Where the child runs: its cwd:, else quiver's, which it
-			// inherits. A bare name is found there.
-			fr.cwd, _ = filepath.Abs(srv.Cwd) // "" is quiver's own
+		if srv.Transport == registry.TransportStdio && (srv.Cwd != "" || workDir != "") {
+			// Where the child runs: its cwd:, else its own folder of
+			// quiver's, never quiver's working folder. A bare name is
+			// found there.
+			fr.cwd, _ = filepath.Abs(registry.ChildDir(workDir, srv))
 		}
 		switch srv.PathBase {
 		case "":

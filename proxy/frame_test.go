@@ -25,15 +25,20 @@ func TestPathBaseReachesTheGate(t *testing.T) {
 		{"    path_base: none\n", "README.md", ""},
 		{"    path_base: none\n", "/etc/hostname", gate.CodeApprovalUnavailable},
 		{"", "README.md", gate.CodeApprovalUnavailable},
-		// The rig's server runs in quiver's folder; this package's folder
-		// is not in its fence, so a relative name there is outside.
-		{"    path_base: cwd\n", "README.md", gate.CodeApprovalUnavailable},
-		{"    path_base: cwd\nfence:\n  allowed_dirs: [\"" + mustWd(t) + "\"]\n", "README.md", ""},
+		// The rig's server declares no cwd: it runs in an empty folder
+		// of quiver's (in the state dir, inside the fence, emptied before
+		// each start), never quiver's working folder; a name climbing
+		// out of it reaches quiver's state.
+		{"    path_base: cwd\n", "README.md", ""},
+		{"    path_base: cwd\n", "../../../ledger.db", gate.CodeProtectedPath},
+		// Declared, the folder is the server's, and so are its names.
+		{"    cwd: \"" + mustWd(t) + "\"\n    path_base: cwd\n", "README.md", gate.CodeApprovalUnavailable},
+		{"    cwd: \"" + mustWd(t) + "\"\n    path_base: cwd\nfence:\n  allowed_dirs: [\"" + mustWd(t) + "\"]\n", "README.md", ""},
 	} {
 		r := newRig(t, rigServer+tc.entry+"surface:\n  always_on: [ex__get_file]\n", get)
 		res := r.connect("s").call("ex__get_file", map[string]any{"path": tc.path})
 		wantCode(t, res, tc.want)
-		if tc.want != "" && !strings.Contains(res.text(), gate.CapReadOutside) {
+		if tc.want == gate.CodeApprovalUnavailable && !strings.Contains(res.text(), gate.CapReadOutside) {
 			t.Errorf("%q %q: want an ask about reading outside, got %s", tc.entry, tc.path, res.text())
 		}
 	}

@@ -24,7 +24,7 @@ func TestHeldOAuthTokensAreRedacted(t *testing.T) {
 	state := t.TempDir()
 	srv, _ := cfg.Server("remote")
 	tf := registry.NewTokenFile(registry.OAuthFile(state, "remote"), srv.URL)
-	set, err := newSettings(cfg, state)
+	set, err := newSettings(cfg, state, "")
 	if err != nil {
 		t.Fatal(err)
 	}

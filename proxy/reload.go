@@ -55,7 +55,7 @@ type sections struct {
 
 // newSettings compiles cfg's fence and policy (with the gate options that
 // outlive a reload: the ledger); an error wraps registry.ErrInvalidConfig.
-func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*settings, error) {
+func newSettings(cfg *registry.Config, stateDir, workDir string, gopts ...gate.Option) (*settings, error) {
 	var sec sections
 	if err := cfg.DecodeSections(&sec); err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func newSettings(cfg *registry.Config, stateDir string, gopts ...gate.Option) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
 	}
-	return &settings{cfg: cfg, gate: g, redact: redactorFor(cfg, stateDir), frames: frames(cfg)}, nil
+	return &settings{cfg: cfg, gate: g, redact: redactorFor(cfg, stateDir), frames: frames(cfg, workDir)}, nil
 }
 
 // cfg is the configuration in force (before the first install, during
@@ -109,7 +109,7 @@ func (s *Server) Policy() gate.Policy { return s.current().gate.Effective() }
 // sessions whose list changed. Tools switched off are unbound in every
 // session. It returns once the new configuration is in force.
 func (s *Server) Reload(ctx context.Context, cfg *registry.Config) error {
-	set, err := newSettings(cfg, s.opts.StateDir, s.gopts...)
+	set, err := newSettings(cfg, s.opts.StateDir, s.workDir, s.gopts...)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func TestBadPolicyValueNamesItsLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = newSettings(cfg, "")
+		_, err = newSettings(cfg, "", "")
 		if !errors.Is(err, registry.ErrInvalidConfig) || !strings.Contains(fmt.Sprint(err), tc.want) {
 			t.Errorf("%q: error %v; want ErrInvalidConfig with %q", tc.yaml, err, tc.want)
 		}

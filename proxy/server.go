@@ -43,6 +43,12 @@ type Options struct {
 	// auth token file. No downstream call may read or write them (the
 	// gate's deny.protected_path), or a model could widen its own fence.
 	Protected []string
+	// Secrets are quiver's files and folders that hold secrets besides
+	// the state dir, which always does: an HTTP auth token file, quiver's
+	// config folder, the default state dir a later command reads. Besides
+	// being protected, a folder above one is refused to reads too
+	// (gate.WithSecrets): a tool given it may walk into them.
+	Secrets []string
 	// MaxSessions bounds the HTTP sessions open at once (default 1000):
 	// past it a new client gets 503 until one closes or idles out.
 	MaxSessions int
@@ -115,6 +121,9 @@ type Server struct {
 	closed atomic.Bool // Close has released the snapshot in force
 	wg     sync.WaitGroup
 	ready  chan struct{} // closed after the first index that follows registry.Ready
+	// workDir holds the folders the stdio servers without cwd: run in
+	// (childFolders, registry.ChildDir).
+	workDir string
 }
 
 // New builds a Server for cfg. Nothing runs until Start. It fails only on
@@ -147,14 +156,20 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		opts.MaxSessions = 1000
 	}
 	// Check the config before opening the ledger; the gate is built below.
-	if _, err := newSettings(cfg, opts.StateDir); err != nil {
+	if _, err := newSettings(cfg, opts.StateDir, ""); err != nil {
+		return nil, err
+	}
+	workDir, err := childFolders(opts.StateDir)
+	if err != nil {
 		return nil, err
 	}
 	var ledger *gate.Ledger
-	gopts := []gate.Option{gate.WithProtected(protectedPaths(cfg, opts)...)}
+	gopts := []gate.Option{gate.WithProtected(absPaths(cfg.Path, opts.Protected)...),
+		gate.WithSecrets(absPaths(opts.StateDir, opts.Secrets)...), gate.WithChildFolders(workDir)}
 	if opts.StateDir != "" {
 		l, err := gate.OpenLedger(context.Background(), filepath.Join(opts.StateDir, "ledger.db"))
 		if err != nil {
+			os.RemoveAll(workDir)
 			return nil, fmt.Errorf("open the ledger: %w", err)
 		}
 		if n := l.Recovered(); n > 0 {
@@ -163,11 +178,12 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		ledger = l
 		gopts = append(gopts, gate.WithLedger(l))
 	}
-	set, err := newSettings(cfg, opts.StateDir, gopts...)
+	set, err := newSettings(cfg, opts.StateDir, workDir, gopts...)
 	if err != nil {
 		if ledger != nil {
 			ledger.Close()
 		}
+		os.RemoveAll(workDir)
 		return nil, err
 	}
 	set.skills = loadSkills(cfg, opts.Logger)
@@ -182,6 +198,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		run:      newRunID(),
 		seal:     newSeal(),
 		parked:   map[string]*parking{},
+		workDir:  workDir,
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
@@ -206,6 +223,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		AnswerInput:         s.relay.answerInput,
 		Pinning:             s.pinMode,
 		Judge:               PinJudge(),
+		WorkDir:             workDir,
 	}
 	if ledger != nil {
 		ropts.Pins = NewPinStore(ledger)
@@ -258,12 +276,39 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// protectedPaths are quiver's own files: the config file, the toggles
-// file and folder, the state dir (with the ledger). Relative names are
-// made absolute against quiver's working directory, as quiver opens them.
-func protectedPaths(cfg *registry.Config, opts Options) []string {
+// childFolders makes the folder this process's stdio servers run in when
+// their entry gives no cwd: (registry.ChildDir), one per process under
+// the state dir's run folder, so that quivers sharing a state dir never
+// empty each other's; without a state dir, a temporary one. Close
+// removes it; the folders of quivers that died without closing are
+// removed here, when the process their name carries is gone.
+func childFolders(stateDir string) (string, error) {
+	parent := ""
+	if stateDir != "" {
+		parent = filepath.Join(stateDir, "run")
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return "", fmt.Errorf("the servers' working folders: %w", err)
+		}
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			var pid int
+			if _, err := fmt.Sscanf(e.Name(), "quiver-%d-", &pid); err == nil && pid > 0 && !gate.ProcessAlive(pid) {
+				_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	dir, err := os.MkdirTemp(parent, fmt.Sprintf("quiver-%d-", os.Getpid()))
+	if err != nil {
+		return "", fmt.Errorf("the servers' working folders: %w", err)
+	}
+	return filepath.Abs(dir)
+}
+
+// absPaths are first and more, the empty ones left out, made absolute
+// against quiver's working directory, as quiver opens them.
+func absPaths(first string, more []string) []string {
 	var out []string
-	for _, p := range append([]string{cfg.Path, opts.StateDir}, opts.Protected...) {
+	for _, p := range append([]string{first}, more...) {
 		if p == "" {
 			continue
 		}
@@ -303,6 +348,8 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	err := s.reg.Close()
+	// The servers are gone: nothing runs in their folders any more.
+	_ = os.RemoveAll(s.workDir)
 	if st := s.state.Load(); st != nil && s.closed.CompareAndSwap(false, true) {
 		st.release() // the server's reference: requests still running keep theirs
 	}

@@ -18,7 +18,7 @@ func TestReloadWideningIsNamed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		set, err := newSettings(cfg, "")
+		set, err := newSettings(cfg, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -542,9 +543,26 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	c.stderr.Store(stderr)
 	return transport.NewStdioWithOptions(command, env, s.Args,
 		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			dir := s.Cwd
+			if dir == "" {
+				if c.reg.opts.WorkDir == "" {
+					return nil, errors.New("quiver has no working folder of its own to start it in (see the log); give the server a cwd: in servers.yaml")
+				}
+				dir = ChildDir(c.reg.opts.WorkDir, s)
+				if err := prepareChildDir(dir); err != nil {
+					return nil, err
+				}
+				// A command written as a relative path ("./bin/server")
+				// still names the file it named, beside quiver.
+				if filepath.Base(command) != command && !filepath.IsAbs(command) {
+					if abs, err := filepath.Abs(command); err == nil {
+						command = abs
+					}
+				}
+			}
 			cmd := exec.Command(command, args...)
 			cmd.Env = env
-			cmd.Dir = s.Cwd
+			cmd.Dir = dir
 			cmd.SysProcAttr = childAttrs() // npx starts node, which may start more
 			started(cmd)
 			return cmd, nil

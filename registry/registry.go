@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,36 @@ type Options struct {
 	// PinPoll is how often the pins are checked for a change made by
 	// another process (default 500 ms).
 	PinPoll time.Duration
+	// WorkDir is the folder quiver owns under which a stdio server with
+	// no cwd: runs, each in WorkDir/<server name> (ChildDir), emptied
+	// before every start. Default: a new temporary folder, removed by
+	// Close.
+	WorkDir string
+}
+
+// ChildDir is the folder server s runs in: its cwd: as written, else its
+// own folder under workDir (Options.WorkDir), never quiver's working
+// folder. A host starts quiver in the project, inside the fence, where a
+// model may write an .npmrc that npx obeys at the server's next start;
+// the folder under workDir is quiver's, and emptied before each start,
+// so nothing written there outlives one (ARCHITECTURE.md, "Starting
+// servers").
+func ChildDir(workDir string, s Server) string {
+	if s.Cwd != "" || s.Transport != TransportStdio {
+		return s.Cwd
+	}
+	return filepath.Join(workDir, s.Name)
+}
+
+// prepareChildDir makes the folder a server without cwd: runs in, empty.
+func prepareChildDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("empty the server's working folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("make the server's working folder: %w", err)
+	}
+	return nil
 }
 
 // A Registry runs the downstream servers of one Config.
@@ -98,6 +129,7 @@ type Registry struct {
 	pins     *pinner // nil without Options.Pins
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	ownWork  string // Options.WorkDir when New made it: Close removes it
 }
 
 // New prepares a registry; nothing runs until Start.
@@ -123,7 +155,17 @@ func New(cfg *Config, opts Options) *Registry {
 	if opts.PinPoll <= 0 {
 		opts.PinPoll = 500 * time.Millisecond
 	}
-	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{})}
+	ownWork := ""
+	if opts.WorkDir == "" {
+		// The caller gave no folder: one of the registry's own, so a child
+		// never inherits quiver's working folder.
+		if d, err := os.MkdirTemp("", "quiver-run-"); err == nil {
+			opts.WorkDir, ownWork = d, d
+		} else {
+			opts.Logger.Error("no working folder for the servers; a server without cwd: will not start", "err", err)
+		}
+	}
+	r := &Registry{cfg: cfg, opts: opts, log: opts.Logger, dirty: make(chan struct{}, 1), tried: make(chan struct{}), pubWait: make(chan struct{}), ownWork: ownWork}
 	r.pins = newPinner(opts, opts.Logger)
 	for _, s := range cfg.Servers {
 		r.conns = append(r.conns, r.newConn(s, cfg.Secrets))
@@ -185,6 +227,9 @@ func (r *Registry) Close() error {
 	}
 	r.wg.Wait()
 	r.closeReady()
+	if r.ownWork != "" {
+		_ = os.RemoveAll(r.ownWork)
+	}
 	return nil
 }
 
@@ -260,6 +305,10 @@ func (r *Registry) publish(ctx context.Context) {
 	}
 }
 
+// unaccepted is whether t was never consented to: held, with nothing
+// pinned for it (a tool its server added after it was configured).
+func unaccepted(t Tool) bool { return t.Held != nil && t.Held.Pinned.Name == "" }
+
 // build assembles a snapshot from every server's current tools.
 func (r *Registry) build() *Catalog {
 	r.mu.Lock()
@@ -268,37 +317,66 @@ func (r *Registry) build() *Catalog {
 	cfg, conns := r.cfg, slices.Clone(r.conns)
 	r.mu.Unlock()
 	cat := &Catalog{Gen: gen, byName: map[string]int{}}
-	owner := map[string]Tool{}
-	collided := map[string]bool{}
+	type listed struct {
+		tools  []Tool
+		status ServerStatus
+	}
+	lists := make([]listed, 0, len(conns))
+	// claimed are the exposed names of the tools a person has consented
+	// to (pinned, or held with a pin): a tool that was never accepted
+	// takes no name from them (unaccepted, below).
+	claimed := map[string]Tool{}
 	for _, c := range conns {
 		tools, status := c.snapshot()
 		r.pins.check(c.srv.Name, tools)
 		// The entry in force: prefix, keywords and tools_default change
 		// without a restart.
 		srv, _ := cfg.Server(c.srv.Name)
-		for _, t := range tools {
+		for i := range tools {
+			t := &tools[i]
 			t.Exposed = ExposedName(srv.Prefix, t.Name, cfg.Surface.MaxNameLen)
 			t.Server, t.Keywords = srv.Name, srv.Keywords
 			t.Off, t.Toggle = cfg.SwitchedOff(srv, t.Exposed)
+			if _, ok := claimed[t.Exposed]; !ok && !unaccepted(*t) {
+				claimed[t.Exposed] = *t
+			}
+		}
+		lists = append(lists, listed{tools, status})
+	}
+	owner := map[string]Tool{}
+	collided := map[string]bool{}
+	for _, l := range lists {
+		for _, t := range l.tools {
+			if prev, ok := claimed[t.Exposed]; ok && unaccepted(t) {
+				// A held definition has no effect on the catalog until a
+				// person accepts it (ARCHITECTURE.md, "Pinned tool
+				// definitions"): a new tool named like a sibling's
+				// (prefix "" and "files__ok") would otherwise knock the
+				// sibling's pinned tool out as a collision.
+				cat.Problems = append(cat.Problems, fmt.Sprintf(
+					"tool %q of server %q is new and held until a person accepts it; it would become %q, the name of tool %q of server %q, so it is left out: accepting it would withhold both (give server %q a prefix in servers.yaml first)",
+					t.Name, t.Server, t.Exposed, prev.Name, prev.Server, t.Server))
+				continue
+			}
 			if prev, dup := owner[t.Exposed]; dup {
-				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", srv.Name)
-				if prev.Server == srv.Name {
+				advice := fmt.Sprintf("give server %q another prefix in servers.yaml", t.Server)
+				if prev.Server == t.Server {
 					// No prefix separates two tools of one server.
-					advice = fmt.Sprintf("server %q names them alike once names are limited to [A-Za-z0-9_-]; ask its authors to rename one", c.srv.Name)
+					advice = fmt.Sprintf("server %q names them alike once names are limited to [A-Za-z0-9_-]; ask its authors to rename one", t.Server)
 				}
 				// Neither is offered: which one a name reached would depend
 				// on which server started first, and a session could go on
 				// calling the other server's tool under the same name.
 				cat.Problems = append(cat.Problems, fmt.Sprintf(
 					"tool %q of server %q and tool %q of server %q both become %q; neither is offered: %s",
-					prev.Name, prev.Server, t.Name, srv.Name, t.Exposed, advice))
+					prev.Name, prev.Server, t.Name, t.Server, t.Exposed, advice))
 				collided[t.Exposed] = true
 				continue
 			}
 			owner[t.Exposed] = t
 			cat.Tools = append(cat.Tools, t)
 		}
-		cat.Servers = append(cat.Servers, status)
+		cat.Servers = append(cat.Servers, l.status)
 	}
 	cat.Tools = slices.DeleteFunc(cat.Tools, func(t Tool) bool { return collided[t.Exposed] })
 	for i, t := range cat.Tools {

@@ -66,11 +66,12 @@ func hops(b *testing.B) []hop {
 	direct, directProc := connect(b, quiverBin, nil, "example-server", "--test-tools", "--notes", filepath.Join(dir, "direct.json"))
 	relayed, relayProc := connect(b, exe, []string{relayEnv + "=1"}, quiverBin, "example-server", "--test-tools", "--notes", filepath.Join(dir, "relay.json"))
 	cfg := filepath.Join(dir, "servers.yaml")
-	// search_text reads this package's folder ("."): let the fence allow
-	// it, and say where the example server puts a relative path (the
-	// folder it runs in, which is quiver's and this test's).
+	// search_text reads this package's folder ("."): run the example
+	// server there, as the direct hop does (without cwd: it would run in
+	// an empty folder of quiver's), let the fence allow it, and say where
+	// the server puts a relative path.
 	wd, _ := os.Getwd()
-	os.WriteFile(cfg, []byte(exampleConfig("direct", "    path_base: cwd\nfence:\n  allowed_dirs: ["+wd+"]\n")), 0o600)
+	os.WriteFile(cfg, []byte(exampleConfig("direct", fmt.Sprintf("    cwd: %q\n    path_base: cwd\nfence:\n  allowed_dirs: [%q]\n", wd, wd))), 0o600)
 	proxied, proxiedProc := connect(b, quiverBin, profileEnv(b, dir, "stdio"), "serve", "--config", cfg, "--state-dir", filepath.Join(dir, "stdio"), "--log-level", "error")
 	overHTTP, httpProc := connectHTTP(b, cfg, filepath.Join(dir, "http"), profileEnv(b, dir, "http"))
 	for _, c := range []*client.Client{proxied, overHTTP} {

@@ -129,8 +129,12 @@ policy:
 	if o := f.run(fuzzCase{Tool: "fs__read_text_file", Args: map[string]any{"path": filepath.Join(w.A, "inside.txt")}}); o.refused || !strings.Contains(o.answer, "inside text") {
 		t.Fatalf("control: reading inside the fence must run: %s", o.answer)
 	}
-	if o := f.run(fuzzCase{Tool: "fs__list_directory", Args: map[string]any{"path": w.A}}); o.refused || o.escape() != "" {
-		t.Fatalf("control: listing the fence must run and show nothing outside: %s", o.answer)
+	if o := f.run(fuzzCase{Tool: "fs__list_directory", Args: map[string]any{"path": filepath.Join(w.A, "sub")}}); o.refused || o.escape() != "" {
+		t.Fatalf("control: listing a folder in the fence must run and show nothing outside: %s", o.answer)
+	}
+	// A holds quiver's state dir: a tool given A might walk into it.
+	if o := f.run(fuzzCase{Tool: "fs__list_directory", Args: map[string]any{"path": w.A}}); !o.refused {
+		t.Fatalf("control: a folder that holds quiver's state dir must be refused: %s", o.answer)
 	}
 	if pathBase == "roots" {
 		// In the server's frame, A/inside.txt is inside the fence.

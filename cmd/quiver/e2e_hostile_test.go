@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,10 @@ type launch struct {
 	stderr io.Writer     // also receives quiver's log (at info)
 	home   string        // where servers.yaml and the state dir go ("": a new temp folder)
 	quiet  bool          // log at warn: a fuzz test's thousands of refusals are noise
+	// found passes no --config, as a host that names none: quiver finds
+	// its configuration itself, in its config folder (XDG_CONFIG_HOME is
+	// <home>/config; cfg, when set, is written there) or built in.
+	found bool
 }
 
 // start runs quiver serve as l says and connects a recorded host. It
@@ -137,8 +142,20 @@ func (l launch) start(t *testing.T) (*host, *recorder, string) {
 		dir = t.TempDir()
 	}
 	path := filepath.Join(dir, "servers.yaml")
-	if err := os.WriteFile(path, []byte(l.cfg), 0o600); err != nil {
-		t.Fatal(err)
+	env := l.env
+	args := []string{"--config", path}
+	if l.found {
+		cfgHome := filepath.Join(dir, "config")
+		env, args = append(slices.Clip(env), "XDG_CONFIG_HOME="+cfgHome), nil
+		path = filepath.Join(cfgHome, "quiver", "servers.yaml")
+	}
+	if l.cfg != "" || !l.found {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(l.cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	state := filepath.Join(dir, "state")
 	var stderr io.Writer = testWriter{t}
@@ -149,8 +166,8 @@ func (l launch) start(t *testing.T) (*host, *recorder, string) {
 	if l.quiet {
 		level = "warn"
 	}
-	st := transport.NewStdioWithOptions(quiverBin, l.env,
-		[]string{"serve", "--config", path, "--state-dir", state, "--log-level", level},
+	st := transport.NewStdioWithOptions(quiverBin, env,
+		append([]string{"serve", "--state-dir", state, "--log-level", level}, args...),
 		transport.WithCommandStderrWriter(stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)

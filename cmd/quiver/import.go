@@ -87,7 +87,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	path := c.serversPath(e)
 	var base []byte
 	if path == "" {
-		path = filepath.Join(configHome(e), "quiver", "servers.yaml")
+		path = filepath.Join(quiverConfigDir(e), "servers.yaml")
 		base = quiver.DefaultConfig
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err

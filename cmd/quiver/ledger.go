@@ -33,7 +33,7 @@ func openLedger(ctx context.Context, e *env, c *common) (*gate.Ledger, error) {
 // config whose secrets they hide from what they print.
 func stateFlags(fs *pflag.FlagSet, c *common) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "quiver's state dir (default: "+stateDirHelp+")")
-	fs.StringVar(&c.config, "config", "", "servers.yaml whose secrets to hide (default: ./servers.yaml, else servers.yaml in "+configDirHelp+", else built in)")
+	fs.StringVar(&c.config, "config", "", "servers.yaml whose secrets to hide (default: servers.yaml in "+configDirHelp+", else built in)")
 }
 
 // redactor hides secrets in what a ledger command prints. The ledger

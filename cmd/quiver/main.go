@@ -91,6 +91,9 @@ func main() {
 type common struct {
 	config, toggles, stateDir, logLevel string
 	wait                                time.Duration // for commands that start the servers
+	// told is set once the note about a servers.yaml in the working
+	// folder (parse) is on stderr, so a command says it once.
+	told bool
 }
 
 // registerWait adds --wait, for commands that start the servers and print once.
@@ -99,7 +102,7 @@ func (c *common) registerWait(fs *pflag.FlagSet) {
 }
 
 func (c *common) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: ./servers.yaml, else servers.yaml in "+configDirHelp+", else the built-in default)")
+	fs.StringVar(&c.config, "config", "", "servers.yaml to use (default: servers.yaml in "+configDirHelp+", else the built-in default; one in the working folder only when named here)")
 	fs.StringVar(&c.toggles, "toggles", "", "the tool toggles file (default: tools.yaml beside servers.yaml)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "where quiver keeps its state (default: $QUIVER_STATE_DIR, else "+stateDirHelp+")")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
@@ -121,23 +124,65 @@ func (c *common) load(e *env) (*registry.Config, error) {
 func (c *common) parse(e *env) (*registry.Config, error) {
 	// quiver's own tools are names servers.yaml may use with no server.
 	opts := registry.ConfigOptions{Lookup: c.lookup(e), Reserved: builtin.Names()}
-	if path := c.serversPath(e); path != "" {
+	path := c.serversPath(e)
+	if c.config == "" && !c.told {
+		here, _ := filepath.Abs("servers.yaml")
+		if in, _ := filepath.Abs(path); fileExists(here) && here != in {
+			c.told = true
+			using := "the built-in default"
+			if path != "" {
+				using = path
+			}
+			fmt.Fprintf(e.stderr, "quiver: ./servers.yaml is not read: quiver uses a servers.yaml in the folder it runs in only when --config names it, "+
+				"since a model may write files there through the servers quiver runs. Using %s. To use this one, pass --config servers.yaml (a host: give its absolute path in quiver's args).\n", using)
+		}
+	}
+	if path != "" {
 		return opts.Load(path)
 	}
 	return opts.Parse("(built-in servers.yaml)", quiver.DefaultConfig)
 }
 
 // serversPath is the servers.yaml in use; "" for the built-in one.
+//
+// Only --config and quiver's config folder are looked in, never the
+// working folder: a host such as Claude Code starts quiver in the project,
+// inside the fence, where a servers.yaml the model wrote would choose the
+// servers the next serve (or a doctor run there) starts. Every place
+// looked in is protected whether or not a file is there (ownPaths).
 func (c *common) serversPath(e *env) string {
 	if c.config != "" {
 		return c.config
 	}
-	for _, p := range []string{"servers.yaml", filepath.Join(configHome(e), "quiver", "servers.yaml")} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
+	if p := filepath.Join(quiverConfigDir(e), "servers.yaml"); fileExists(p) {
+		return p
 	}
 	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// quiverConfigDir is quiver's config folder: servers.yaml and tools.yaml
+// when no --config names others.
+func quiverConfigDir(e *env) string { return filepath.Join(configHome(e), "quiver") }
+
+// ownPaths are every file and folder quiver reads a configuration,
+// toggles, state or secret from, for these flags and this environment,
+// whether or not it exists: the gate refuses them to every tool
+// (deny.protected_path), so that no model can plant a file quiver (or a
+// quiver command a person runs later without these flags) would read.
+// secrets are those that hold secrets or may (quiver's config folder,
+// the default state dir; the state dir in use is always one): a folder
+// above them is refused to reads too (gate.WithSecrets). config are the
+// configuration and toggles files named by flags, which may lie in a
+// project: a walk of the project may read them, so they hold ${VAR} and
+// ${keyring:NAME} references, not secrets (README, "Security").
+func (c *common) ownPaths(e *env) (config, secrets []string) {
+	config = []string{c.togglesPath(e)}
+	if p := c.serversPath(e); p != "" {
+		config = append(config, p)
+	}
+	return config, []string{quiverConfigDir(e), defaultStateDir(e)}
 }
 
 // togglesPath is the toggles file: --toggles, else tools.yaml beside
@@ -149,7 +194,7 @@ func (c *common) togglesPath(e *env) string {
 	if p := c.serversPath(e); p != "" {
 		return filepath.Join(filepath.Dir(p), registry.TogglesFile)
 	}
-	return filepath.Join(configHome(e), "quiver", registry.TogglesFile)
+	return filepath.Join(quiverConfigDir(e), registry.TogglesFile)
 }
 
 func (c *common) state(e *env) (string, error) {

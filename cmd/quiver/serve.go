@@ -68,10 +68,12 @@ servers.yaml's http: section (read at start; restart to change it):
       - https://app.example.com
 
 Flags:
-  --config PATH      servers.yaml to use (default: ./servers.yaml, else
-                     servers.yaml in quiver's config dir: ~/.config/quiver
-                     on Linux, ~/Library/Application Support/quiver on
-                     macOS, %AppData%\quiver on Windows; else built in)
+  --config PATH      servers.yaml to use (default: servers.yaml in
+                     quiver's config dir: ~/.config/quiver on Linux,
+                     ~/Library/Application Support/quiver on macOS,
+                     %AppData%\quiver on Windows; else built in). One in
+                     the working folder is read only when named here: a
+                     model may write files there through the servers.
   --toggles PATH     the tool toggles file (default: tools.yaml beside
                      servers.yaml; see "quiver help tools")
   --http ADDR        serve streamable HTTP on ADDR (e.g. 127.0.0.1:8765)
@@ -165,15 +167,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// quiver's own files are off limits to every downstream call, or a
-	// model could widen its own fence (the config file and the state dir
-	// are protected by proxy itself), or read the token that lets anyone
-	// in over HTTP.
-	protected := []string{c.serversPath(e), c.togglesPath(e)}
+	// model could widen its own fence or plant a configuration quiver
+	// would read next time (every place quiver looks, file or not), or
+	// read the token that lets anyone in over HTTP.
+	protected, secrets := c.ownPaths(e)
 	if tokenFile != "" {
-		protected = append(protected, tokenFile)
+		secrets = append(secrets, tokenFile)
 	}
 	servers := c.serversPath(e)
-	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, ApprovalPage: ui != nil,
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, Secrets: secrets, ApprovalPage: ui != nil,
 		OnCatalog: func(cat *registry.Catalog) { writeCatalogSnapshot(state, servers, cat, log) }})
 	if err != nil {
 		return err

@@ -1,0 +1,36 @@
+package proxy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A quiver that died without closing leaves its servers' folders behind:
+// the next one on the state dir removes those whose process is gone, and
+// keeps a live one's.
+func TestChildFoldersOfDeadQuiversAreRemoved(t *testing.T) {
+	state := t.TempDir()
+	dead := filepath.Join(state, "run", "quiver-999999999-1", "fs") // past any pid_max
+	live := filepath.Join(state, "run", fmt.Sprintf("quiver-%d-1", os.Getpid()), "fs")
+	for _, d := range []string{dead, live} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, err := childFolders(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if _, err := os.Stat(filepath.Dir(dead)); err == nil {
+		t.Errorf("the folder of a quiver that is gone was kept: %s", dead)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the folder of a running quiver was removed: %v", err)
+	}
+	if filepath.Dir(dir) != filepath.Join(state, "run") {
+		t.Errorf("childFolders = %s, want a folder in %s", dir, filepath.Join(state, "run"))
+	}
+}
