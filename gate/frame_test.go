@@ -175,6 +175,44 @@ func TestUnresolvedIsApprovedOnlyOnce(t *testing.T) {
 	check(t, g.Evaluate(ctx, call(tl, `{"path":"other.txt"}`)), want{Ask, CodeAskReadOutside, nil})
 }
 
+// TestPathsInsideBracesAndJSON: a brace glob is judged by each of its
+// choices and a JSON document in a string by the paths inside it (red
+// team 5: "{ok.txt,../secret.txt}" read the secret, and an outside target
+// inside {"ops": "[...]"} was written, each judged as one relative name).
+func TestPathsInsideBracesAndJSON(t *testing.T) {
+	f := newFixture(t)
+	g := f.gate(t, Policy{})
+	ctx := context.Background()
+	tl := framed(ClassRead, []string{f.root}, f.root)
+	secret := filepath.Join(f.outside, "secret.txt")
+	rel, err := filepath.Rel(f.root, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	for _, args := range []string{
+		`{"pattern":` + js("{ok.txt,"+rel+"}") + `}`,
+		`{"path":` + js("{ok.txt,"+secret+"}") + `}`,
+		`{"q":` + js("sub/{a,{b,../"+rel+"}}") + `}`,
+		`{"ops":` + js(doc([]any{map[string]any{"target": secret, "text": "x"}})) + `}`,
+		`{"ops":` + js(doc(map[string]any{"a": []any{map[string]any{"b": "sub/../" + rel}}})) + `}`,
+		`{"paths":` + js("[\n"+js(secret)+"\n]") + `}`,
+	} {
+		if d := g.Evaluate(ctx, call(tl, args)); d.Verdict == Allow {
+			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)
+		}
+	}
+	// Inside, they still run; a document that spans lines under a name
+	// that says nothing of paths is content, as any such string is.
+	for _, args := range []string{
+		`{"pattern":"{a.txt,sub/b.txt}"}`,
+		`{"ops":` + js(doc([]any{map[string]any{"target": "sub/x.txt"}})) + `}`,
+		`{"content":` + js("{\n  \"main\": "+js(secret)+"\n}") + `}`,
+	} {
+		check(t, g.Evaluate(ctx, call(tl, args)), want{Allow, CodeAllow, nil})
+	}
+}
+
 // TestPathShapes: a value that is a path by its shape is fenced whatever
 // its argument is called and however deep it sits; content is not.
 func TestPathShapes(t *testing.T) {

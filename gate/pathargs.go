@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"sort"
 	"strings"
 	"unicode"
@@ -144,6 +145,13 @@ func walkPaths(top, key string, v any, pathy bool, depth int, out *[]rawPath) {
 		if pathy || hasPathShape(x) || mentionsFileURI(x) {
 			*out = append(*out, rawPath{arg: top, s: x})
 		}
+		if doc, ok := jsonDocument(x, pathy); ok {
+			// A server that takes its operations as a JSON string
+			// ({"ops": "[{\"target\": \"/outside/x\"}]"}) opens the
+			// paths inside it: judged as one relative name they were
+			// written outside (red team 5).
+			walkPaths(top, key, doc, pathy, depth+1, out)
+		}
 	case []any:
 		for _, e := range x {
 			walkPaths(top, key, e, pathy, depth+1, out)
@@ -206,3 +214,22 @@ func looksLikePath(k string) bool {
 // IsPathArgName reports whether the fence reads an argument of this name
 // as a path (a value shaped like a path is one whatever its name).
 func IsPathArgName(name string) bool { return isPathKey(name) }
+
+// jsonDocument decodes a string that is a whole JSON object or array, so
+// that the paths inside it are judged one by one. A document that spans
+// lines under a name that does not say path is content (a package.json
+// being written), as any string that spans lines is (hasPathShape).
+func jsonDocument(s string, pathy bool) (any, bool) {
+	t := strings.TrimSpace(s)
+	if len(t) < 2 || !(t[0] == '{' && t[len(t)-1] == '}' || t[0] == '[' && t[len(t)-1] == ']') {
+		return nil, false
+	}
+	if !pathy && strings.ContainsAny(t, "\n\r") {
+		return nil, false
+	}
+	var doc any
+	if json.Unmarshal([]byte(t), &doc) != nil {
+		return nil, false
+	}
+	return doc, true
+}

@@ -130,6 +130,11 @@ func variants(s string) []variant {
 			out = append(out, variant{s: d})
 		}
 	}
+	for _, alt := range braceAlternatives(s) {
+		// Glob-minded servers expand "{ok.txt,../secret.txt}" into both
+		// names; read as one name it would hide the second (red team 5).
+		out = append(out, variant{s: alt})
+	}
 	if isFileURI(s) {
 		// A reading that became a file: URI (after trimming, say) is read
 		// as one too.
@@ -250,4 +255,49 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// braceAlternatives expands the first brace group of s that holds a
+// top-level comma: "a/{b,c/d}/e" is "a/b/e" and "a/c/d/e". Groups after it,
+// and groups inside an alternative, are expanded when readings applies
+// variants to each form in turn, within its bound on forms.
+func braceAlternatives(s string) []string {
+	for open := strings.IndexByte(s, '{'); open >= 0; {
+		depth, start := 0, open+1
+		var alts []string
+		for i := open; i < len(s); i++ {
+			switch s[i] {
+			case '{':
+				depth++
+			case ',':
+				if depth == 1 {
+					alts = append(alts, s[start:i])
+					start = i + 1
+				}
+			case '}':
+				depth--
+			}
+			if depth > 0 {
+				continue
+			}
+			if len(alts) == 0 {
+				break // "{x}" is a name, not a choice
+			}
+			alts = append(alts, s[start:i])
+			out := make([]string, len(alts))
+			for j, a := range alts {
+				out[j] = s[:open] + a + s[i+1:]
+			}
+			return out
+		}
+		if depth > 0 {
+			return nil // unbalanced: nothing a glob expands
+		}
+		next := strings.IndexByte(s[open+1:], '{')
+		if next < 0 {
+			return nil
+		}
+		open += 1 + next
+	}
+	return nil
 }

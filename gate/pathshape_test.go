@@ -1,6 +1,9 @@
 package gate
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestPathShapeByBeginningNotContent: what exempts a one-line string from
 // being a path is how it begins (a URI of another scheme), never white
@@ -30,6 +33,25 @@ func TestPathShapeByBeginningNotContent(t *testing.T) {
 	} {
 		if got := hasPathShape(s); got != want {
 			t.Errorf("hasPathShape(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestBraceAlternatives: a glob's brace group is read as each of its
+// choices; a brace with no comma, or unbalanced, is a name.
+func TestBraceAlternatives(t *testing.T) {
+	for s, want := range map[string][]string{
+		"{ok.txt,../secret.txt}": {"ok.txt", "../secret.txt"},
+		"a/{b,c/d}/e":            {"a/b/e", "a/c/d/e"},
+		"{x}/{y,/etc/passwd}":    {"{x}/y", "{x}//etc/passwd"},
+		"a/{b,{c,d}}":            {"a/b", "a/{c,d}"},
+		"{a,}":                   {"a", ""},
+		"{x}":                    nil,
+		"a{b,c":                  nil,
+		"plain/path":             nil,
+	} {
+		if got := braceAlternatives(s); !slices.Equal(got, want) {
+			t.Errorf("braceAlternatives(%q) = %q, want %q", s, got, want)
 		}
 	}
 }
