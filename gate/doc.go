@@ -5,7 +5,7 @@
 // Decision: allow, deny or ask, with a stable code and one sentence a model
 // can act on. Hiding a tool never stopped a model from naming it, so the gate
 // never trusts the surface: it re-checks binding, shape, activity, paths and
-// rules on every call, in the order of DESIGN.md: resolve, shape (JSON
+// rules on every call, in the order docs/ARCHITECTURE.md gives: resolve, shape (JSON
 // Schema, correction budget), pins, activity (read-only, justification),
 // fence, rules and class defaults, then grants and permits from the
 // Ledger.

@@ -15,7 +15,7 @@ import (
 // Evaluate decides one call. It never panics on any input and every
 // decision it returns carries a code and a reason.
 //
-// The call goes through the steps of DESIGN.md in order; the first step
+// The call goes through the steps in docs/ARCHITECTURE.md's order; the first step
 // that reaches a decision ends it. A refusal of the arguments (shape,
 // schema, justification) also counts against the tool's correction budget.
 func (g *Gate) Evaluate(ctx context.Context, c Call) (d Decision) {

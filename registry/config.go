@@ -19,7 +19,8 @@ const (
 	RevealDirect = "direct"
 )
 
-// Defaults for the surface; DESIGN.md explains each.
+// Defaults for the surface; README.md's configuration reference explains
+// each.
 const (
 	DefaultBindTurns      = 3
 	DefaultMaxBound       = 12

@@ -228,7 +228,7 @@ func testBinary(t testing.TB) string {
 // for a token quiver never issued is dropped, and logged with the token
 // as the server wrote it: a server that puts a credential there (its own
 // ${VAR} from servers.yaml) has it written in clear to quiver's log, which
-// the host keeps. DESIGN: known credential values are hard-redacted from
+// the host keeps. Known credential values are hard-redacted from
 // results and logs.
 func TestRedTeam2ProgressTokenInLog(t *testing.T) {
 	self := testBinary(t)
