@@ -15,7 +15,7 @@ import (
 
 func importCmd() *command {
 	return &command{
-		summary: "turn a host's MCP server list (Claude Desktop, Claude Code, Cursor, VS Code) into servers.yaml entries",
+		summary: "turn a host's MCP server list (Claude Desktop, Claude Code, Cursor, Windsurf, VS Code) into servers.yaml entries",
 		usage:   "import [--from HOST|PATH] [--write] [--config PATH]",
 		help: `
 Reads the MCP servers another host runs and prints the equivalent
@@ -49,6 +49,8 @@ Flags:
                         first if set); a project's .mcp.json by path
                     cursor          ~/.cursor/mcp.json (Windows:
                         %USERPROFILE%\.cursor\mcp.json)
+                    windsurf        ~/.codeium/windsurf/mcp_config.json
+                        (Windows: %USERPROFILE%\.codeium\windsurf\)
                     vscode          mcp.json, else settings.json, in Code's
                         user folder: macOS ~/Library/Application
                         Support/Code/User/, Windows %AppData%\Code\User\,
@@ -65,7 +67,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	var write bool
 	fs := newFlags("import")
 	c.register(fs)
-	fs.StringVar(&from, "from", "claude-desktop", "the host (claude-desktop, claude-code, cursor, vscode) or its config file")
+	fs.StringVar(&from, "from", "claude-desktop", "the host (claude-desktop, claude-code, cursor, windsurf, vscode) or its config file")
 	fs.BoolVar(&write, "write", false, "merge into servers.yaml")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
@@ -116,6 +118,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// importHosts are the hosts hostFiles knows, for messages.
+var importHosts = []string{"claude-desktop", "claude-code", "cursor", "windsurf", "vscode"}
+
 // readHost reads the servers of from, a host's name (see hostFiles) or a
 // file's path, and says which file they came from. A host whose first
 // file is missing, or holds no server list, is looked for in the next.
@@ -123,6 +128,10 @@ func readHost(from, goos string, getenv func(string) string) (string, *imported,
 	files := hostFiles(from, goos, getenv)
 	if files == nil {
 		src, err := os.ReadFile(from)
+		if errors.Is(err, fs.ErrNotExist) && !strings.ContainsAny(from, `/\.`) {
+			return from, nil, fmt.Errorf("%q is neither a host import knows (%s) nor a file; name one of those hosts, or give the path of a host's config file",
+				from, strings.Join(importHosts, ", "))
+		}
 		if err != nil {
 			return from, nil, fmt.Errorf("read %s: %w", from, err)
 		}
@@ -173,6 +182,8 @@ func hostFiles(host, goos string, getenv func(string) string) []string {
 		return append(files, filepath.Join(home, ".claude.json"))
 	case "cursor":
 		return []string{filepath.Join(home, ".cursor", "mcp.json")}
+	case "windsurf":
+		return []string{filepath.Join(home, ".codeium", "windsurf", "mcp_config.json")}
 	case "vscode":
 		user := filepath.Join(osConfigDir(goos, getenv), "Code", "User")
 		return []string{filepath.Join(user, "mcp.json"), filepath.Join(user, "settings.json")}

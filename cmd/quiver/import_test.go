@@ -180,6 +180,8 @@ func TestImportHostFilesPerOS(t *testing.T) {
 		{"claude-code", "linux", map[string]string{"HOME": "/home/you", "CLAUDE_CONFIG_DIR": "/cc"}, []string{j("/cc", ".claude.json"), j("/home/you", ".claude.json")}},
 		{"cursor", "darwin", mac, []string{j("/Users/you", ".cursor", "mcp.json")}},
 		{"cursor", "windows", win, []string{j(`C:\Users\you`, ".cursor", "mcp.json")}},
+		{"windsurf", "linux", linux, []string{j("/home/you", ".codeium", "windsurf", "mcp_config.json")}},
+		{"windsurf", "windows", win, []string{j(`C:\Users\you`, ".codeium", "windsurf", "mcp_config.json")}},
 		{"vscode", "darwin", mac, []string{
 			j("/Users/you", "Library", "Application Support", "Code", "User", "mcp.json"),
 			j("/Users/you", "Library", "Application Support", "Code", "User", "settings.json")}},
@@ -247,6 +249,20 @@ func TestImportReadsTheHostsFile(t *testing.T) {
 	write(filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {"c": {"url": "https://c.example/sse"}}}`)
 	if f, imp, err := readHost("cursor", "darwin", getenv); err != nil || f != filepath.Join(home, ".cursor", "mcp.json") || !slices.Equal(imp.names, []string{"c"}) {
 		t.Errorf("cursor: %s %v %v", f, imp, err)
+	}
+	for _, h := range importHosts {
+		if hostFiles(h, "linux", getenv) == nil {
+			t.Errorf("host %q is named in messages but hostFiles does not know it", h)
+		}
+	}
+	// A host's name misspelled is neither a host nor a file, and says so.
+	if _, _, err := readHost("windsurff", "linux", getenv); err == nil || !strings.Contains(err.Error(), `"windsurff" is neither a host import knows (claude-desktop, claude-code, cursor, windsurf, vscode) nor a file`) {
+		t.Errorf("misspelled host: %v", err)
+	}
+	// Windsurf: its remote servers by serverUrl.
+	write(filepath.Join(home, ".codeium", "windsurf", "mcp_config.json"), `{"mcpServers": {"w": {"serverUrl": "https://w.example/mcp"}}}`)
+	if f, imp, err := readHost("windsurf", "linux", getenv); err != nil || f != filepath.Join(home, ".codeium", "windsurf", "mcp_config.json") || !slices.Equal(imp.names, []string{"w"}) {
+		t.Errorf("windsurf: %s %v %v", f, imp, err)
 	}
 	write(filepath.Join(appData, "Claude", "claude_desktop_config.json"), "\xef\xbb\xbf{\r\n  \"mcpServers\": {\r\n"+
 		`    "quiver": {"command": "C:\\Users\\you\\go\\bin\\QUIVER.EXE", "args": ["serve"]},`+"\r\n"+
