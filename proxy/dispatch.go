@@ -27,7 +27,29 @@ func (s *Server) handleDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	ctx = withRoundTrip(ctx, req.Params.MultiRoundTripParams)
 	v := s.viewOf(s.session(ctx))
 	defer v.release()
-	return v.dispatch(ctx, req.Params.Name, rawArgs(req), req.Params.Meta), nil
+	res := v.dispatch(ctx, req.Params.Name, rawArgs(req), req.Params.Meta)
+	if len(v.tools[req.Params.Name].RawOutputSchema) > 0 {
+		res = withoutRefusalStructure(res)
+	}
+	return res, nil
+}
+
+// withoutRefusalStructure leaves out quiver's {code, reason} from a
+// refusal of a tool that declares an output schema: a client that checks
+// structured content against the schema, error or not (the TypeScript
+// SDK does), would throw it away for not matching, and with it the
+// sentence that says what to do. The code still leads the text.
+func withoutRefusalStructure(res *mcp.CallToolResult) *mcp.CallToolResult {
+	m, ok := res.StructuredContent.(map[string]any)
+	if !res.IsError || !ok || len(m) != 2 || len(res.Content) != 1 {
+		return res
+	}
+	code, _ := m["code"].(string)
+	reason, _ := m["reason"].(string)
+	if tc, ok := res.Content[0].(mcp.TextContent); ok && code != "" && tc.Text == code+": "+reason {
+		res.StructuredContent = nil
+	}
+	return res
 }
 
 // dispatch is the one path every call takes: resolve, gate, forward.

@@ -12,6 +12,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/quiver-mcp/quiver/builtin"
+	"github.com/quiver-mcp/quiver/gate"
 )
 
 // bound makes a downstream result safe to show: known secrets and
@@ -60,8 +63,8 @@ func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSc
 			// twenty times its size in memory (red team: 16 MiB, 341 MB).
 			dropped = true
 		case limit > 0 && len(raw) > 64*limit:
-			return &mcp.CallToolResult{IsError: true, Result: mcp.Result{Meta: truncatedMeta()}, Content: []mcp.Content{mcp.NewTextContent(fmt.Sprintf(
-				"error.result_too_large: the structured result is %d bytes, far over quiver's bound of %d; it is not shown. Ask for less: a narrower query or a range.", len(raw), limit))}}
+			return tooLarge(fmt.Sprintf(
+				"the structured result is %d bytes, far over quiver's bound of %d; it is not shown. Ask for less: a narrower query or a range.", len(raw), limit))
 		default:
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.UseNumber() // 2^63-1 stays exact
@@ -109,8 +112,8 @@ func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSc
 		if len(outSchema) == 0 {
 			res.StructuredContent = nil
 		} else if why := shortenStructured(res, limit/2, outSchema); why != "" {
-			return &mcp.CallToolResult{IsError: true, Result: mcp.Result{Meta: truncatedMeta()}, Content: []mcp.Content{mcp.NewTextContent(fmt.Sprintf(
-				"error.result_too_large: the result is %d bytes, over quiver's bound of %d, and cannot be shortened so that it still fits the tool's output schema (%s); it is not shown. Ask for less: a narrower query or a range.", total, limit, why))}}
+			return tooLarge(fmt.Sprintf(
+				"the result is %d bytes, over quiver's bound of %d, and cannot be shortened so that it still fits the tool's output schema (%s); it is not shown. Ask for less: a narrower query or a range.", total, limit, why))
 		}
 	}
 	items := len(res.Content)
@@ -130,8 +133,8 @@ func bound(res *mcp.CallToolResult, limit int, redact func(string) string, outSc
 	}
 	res.Content[len(res.Content)-1] = mcp.NewTextContent(cutNote(max(0, total-size(res)), total, items-left, items))
 	if n := size(res); n > limit {
-		return &mcp.CallToolResult{IsError: true, Result: mcp.Result{Meta: truncatedMeta()}, Content: []mcp.Content{mcp.NewTextContent(fmt.Sprintf(
-			"error.result_too_large: the result is %d bytes, over quiver's bound of %d, and is still %d bytes with its content left out; it is not shown. Ask for less: a narrower query or a range.", total, limit, n))}}
+		return tooLarge(fmt.Sprintf(
+			"the result is %d bytes, over quiver's bound of %d, and is still %d bytes with its content left out; it is not shown. Ask for less: a narrower query or a range.", total, limit, n))
 	}
 	return res
 }
@@ -314,6 +317,15 @@ func compileOutputSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	return c.Compile("output.json")
+}
+
+// tooLarge is the refusal of a result quiver cannot show within its bound:
+// the code and sentence every refusal has (builtin.Refusal), marked as
+// truncated.
+func tooLarge(reason string) *mcp.CallToolResult {
+	res := builtin.Refusal(gate.CodeResultTooLarge, reason)
+	res.Meta = truncatedMeta()
+	return res
 }
 
 func truncatedMeta() *mcp.Meta {

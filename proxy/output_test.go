@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -104,7 +105,7 @@ func TestBound(t *testing.T) {
 		res = mcp.NewToolResultText("see structured")
 		res.StructuredContent = map[string]any{"body": strings.Repeat("b", 100_000)}
 		res = bound(res, 16<<10, registry.NewRedactor(nil).Redact, schema)
-		if !res.IsError || res.StructuredContent != nil || !strings.Contains(text(res), "output schema") {
+		if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || sc["code"] != gate.CodeResultTooLarge || !strings.Contains(text(res), "output schema") {
 			t.Fatalf("want an error result saying why, got error=%v %q", res.IsError, text(res))
 		}
 	})
