@@ -22,6 +22,8 @@ func (s *Server) handleBuiltin(ctx context.Context, req mcp.CallToolRequest) (*m
 	defer func() { v.release() }() // the view search waited for, not the first
 	switch req.Params.Name {
 	case builtin.SearchToolsName:
+		ctx, searched := s.observe(ctx, Step{Kind: StepSearch, Method: string(mcp.MethodToolsCall), Tool: builtin.SearchToolsName, Meta: metaFields(req.Params.Meta)})
+		defer searched("")
 		v = v.awaitStartup(ctx, nil)
 		search := builtin.SearchTool{Index: searcher{v}, Binder: binder{v}, Slash: v.cfg, Memory: v.ss, Pending: v.notUp()}
 		if v.cfg.Surface.Reveal != registry.RevealList {

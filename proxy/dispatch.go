@@ -52,14 +52,31 @@ func withoutRefusalStructure(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return res
 }
 
-// dispatch is the one path every call takes: resolve, gate, forward.
+// dispatch is the one path every call takes: resolve, gate, forward. It
+// is the request's step for an Observer (observe.go), which ends with the
+// code the call ended with.
 func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
+	if v.s.opts.Observer == nil {
+		return v.decide(ctx, name, args, meta)
+	}
+	t, _ := v.cat.Lookup(name)
+	note := &callNote{}
+	ctx, end := v.s.observe(context.WithValue(ctx, callNoteKey{}, note),
+		Step{Kind: StepRequest, Method: string(mcp.MethodToolsCall), Tool: name, Server: t.Server, Meta: metaFields(meta)})
+	res := v.decide(ctx, name, args, meta)
+	end(note.code)
+	return res
+}
+
+// decide is dispatch's body.
+func (v reqView) decide(ctx context.Context, name string, args json.RawMessage, meta *mcp.Meta) *mcp.CallToolResult {
 	s, ss := v.s, v.ss
 	if state := roundTrip(ctx).RequestState; state != "" && modernHost(ctx) {
 		// The retry of a call whose downstream waits on the host's input
 		// (park.go): it was decided when it started.
 		if st, err := s.seal.read(state, s.opts.Now()); err == nil && st.Kind == stateParking {
 			if st, err = s.seal.open(state, s.opts.Now()); err != nil {
+				noteCode(ctx, gate.CodeInputLost)
 				return refusal{deny(gate.CodeInputLost, fmt.Sprintf("The answers' state cannot be used (%v); call the tool again from the start.", err))}.result()
 			}
 			return v.resumed(ctx, name, args, st)
@@ -100,7 +117,7 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 	}
 	res, err := v.forward(ctx, name, d.Args, meta)
 	v.paths.release()
-	return v.finish(name, d, id, res, err)
+	return v.finish(ctx, name, d, id, res, err)
 }
 
 // admit decides a call and records it. An allowed call comes back with
@@ -115,17 +132,20 @@ func (v reqView) dispatch(ctx context.Context, name string, args json.RawMessage
 // that instead of running.
 func (v reqView) admit(ctx context.Context, call gate.Call, mayAsk bool) (gate.Decision, int64, *mcp.CallToolResult) {
 	s, ss := v.s, v.ss
-	d := v.gate.Evaluate(ctx, call)
+	gctx, decided := s.observe(ctx, Step{Kind: StepGate, Tool: call.Name, Server: serverOf(call)})
+	d := v.gate.Evaluate(gctx, call)
 	d.Reason, d.Justification = v.redacted(d.Reason), v.redacted(d.Justification)
 	if d.Verdict == gate.Ask && !mayAsk {
 		d.Verdict = gate.Deny
 		d.Reason += " quiver asks no one about this kind of request, so it was refused."
 	}
+	decided(d.Code)
+	defer func() { noteCode(ctx, d.Code) }()
 	if s.ledger == nil {
 		var input *mcp.CallToolResult
 		if d.Verdict == gate.Ask {
 			v.paths.release() // never wait on a person holding it
-			d, input = v.approve(ctx, call, d, 0)
+			d, input = v.observedApproval(ctx, call, d, 0)
 		}
 		return d, 0, input
 	}
@@ -145,7 +165,7 @@ func (v reqView) admit(ctx context.Context, call gate.Call, mayAsk bool) (gate.D
 		s.log.Error("ledger: recording a decision failed", "tool", call.Name, "err", err)
 	}
 	v.paths.release() // never wait on a person holding it
-	d, input := v.approve(ctx, call, d, id)
+	d, input := v.observedApproval(ctx, call, d, id)
 	if input != nil {
 		return d, id, input
 	}
@@ -172,18 +192,46 @@ func (v reqView) forward(ctx context.Context, name string, args json.RawMessage,
 	}
 	fctx, out, end := v.s.relay.begin(ctx, srv, meta)
 	defer end()
+	fctx, out, called := v.s.observeDownstream(fctx, srv, name, out)
 	raw, err := v.s.reg.Call(fctx, name, args, out)
+	called(failureCode(err))
 	return forwarded{raw: raw, asBytes: mayHoldBytes(ctx)}, err
+}
+
+// observedApproval is approve as the approval step of an Observer.
+func (v reqView) observedApproval(ctx context.Context, call gate.Call, d gate.Decision, id int64) (gate.Decision, *mcp.CallToolResult) {
+	actx, answered := v.s.observe(ctx, Step{Kind: StepApproval, Tool: call.Name, Server: serverOf(call)})
+	d, input := v.approve(actx, call, d, id)
+	answered(d.Code)
+	return d, input
+}
+
+// serverOf is the server a call's tool belongs to, "" for none.
+func serverOf(call gate.Call) string {
+	if call.Tool == nil {
+		return ""
+	}
+	return call.Tool.Server
+}
+
+// noteCode sets the code the request in ctx ends with, when an Observer
+// watches it.
+func noteCode(ctx context.Context, code string) {
+	if n := noteOf(ctx); n != nil {
+		n.code = code
+	}
 }
 
 // finish records how an allowed call ended and makes its result safe to
 // show: a downstream failure becomes a refusal with a code, a result is
 // redacted and bounded.
-func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, err error) *mcp.CallToolResult {
+func (v reqView) finish(ctx context.Context, name string, d gate.Decision, id int64, out forwarded, err error) *mcp.CallToolResult {
 	s, ss := v.s, v.ss
 	var res *mcp.CallToolResult
 	if err == nil {
+		_, bounded := s.observe(ctx, Step{Kind: StepExit, Tool: name})
 		res, err = v.shown(name, out)
+		bounded("")
 	}
 	if err != nil {
 		reason := v.redacted(err.Error())
@@ -202,6 +250,7 @@ func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, e
 			code, outcome = gate.CodeCancelled, gate.OutcomeCancelled
 		}
 		s.ended(id, outcome, code)
+		noteCode(ctx, code)
 		if outcome == gate.OutcomeUnknown {
 			reason += "; it may or may not have taken effect: check before calling it again"
 		}
@@ -218,6 +267,21 @@ func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, e
 		s.log.Debug("call done", "session", ss.id, "tool", name, "code", d.Code, "is_error", res.IsError)
 	}
 	return res
+}
+
+// failureCode is the code of a downstream failure, "" for none.
+func failureCode(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, registry.ErrServerDown):
+		return gate.CodeServerDown
+	case errors.Is(err, context.DeadlineExceeded):
+		return gate.CodeTimeout
+	case errors.Is(err, context.Canceled):
+		return gate.CodeCancelled
+	}
+	return gate.CodeDownstream
 }
 
 // ended records how a started call ended, in the background.

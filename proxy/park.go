@@ -158,6 +158,7 @@ func (v reqView) resumed(ctx context.Context, name string, args json.RawMessage,
 	delete(s.parked, st.Parking)
 	s.parkMu.Unlock()
 	if p == nil || p.tool != name || (p.session != ss.key && !ss.ephemeral) || p.session != st.Session {
+		noteCode(ctx, gate.CodeInputLost)
 		return refusal{deny(gate.CodeInputLost, "quiver holds no call waiting for these answers (it ended, timed out, or belongs to another call); call the tool again from the start.")}.result()
 	}
 	p.answer(roundTrip(ctx).InputResponses)
@@ -172,7 +173,7 @@ func (v reqView) await(ctx context.Context, p *parking) *mcp.CallToolResult {
 		select {
 		case end := <-p.done:
 			p.close()
-			return v.finish(p.tool, p.d, p.ledger, end.res, end.err)
+			return v.finish(ctx, p.tool, p.d, p.ledger, end.res, end.err)
 		case <-p.wake:
 			time.Sleep(settle)
 			reqs := p.pending()

@@ -217,17 +217,22 @@ func (m *mirror) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 func passOn[T any](ctx context.Context, s *Server, srv, op string, args map[string]any, meta *mcp.Meta, what string,
 	send func(context.Context, *client.Client, *mcp.Meta) (T, error)) (T, error) {
 	var res T
+	ctx, observed := s.observePass(ctx, srv, op, meta)
 	done, err := s.enter(ctx, srv, op, args, true)
 	if err != nil {
+		observed(err)
 		return res, err
 	}
 	fctx, meta, end := s.relay.begin(ctx, srv, meta)
 	defer end()
+	fctx, meta, called := s.observeDownstream(fctx, srv, op, meta)
 	err = s.reg.Do(fctx, srv, func(ctx context.Context, c *client.Client) (err error) {
 		res, err = send(ctx, c, meta)
 		return err
 	})
+	called(failureCode(err))
 	done(err)
+	observed(err)
 	if err != nil {
 		var zero T
 		return zero, s.redactErr(fmt.Errorf("%s: %w", what, err))

@@ -65,6 +65,9 @@ type Options struct {
 	// of the servers in the configuration. Tests give servers that run in
 	// process.
 	Downstream NewDownstream
+	// Observer, when set, watches every request's steps for metrics and
+	// traces (observe.go); nil costs nothing.
+	Observer Observer
 }
 
 // A Server is quiver's MCP server: it answers hosts, keeps per-session

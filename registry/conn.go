@@ -498,7 +498,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 	switch s.Transport {
 	case TransportHTTP:
 		//lint:ignore SA1019 quiver needs a downstream HTTP server's unsolicited notifications (list_changed, resource updates) on this stream; with it the session stays on 2025-11-25, which servers on 2026-07-28 still speak
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(s.Headers), transport.WithContinuousListening(), transport.WithHTTPLogger(log)}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(s.Headers), transport.WithHTTPHeaderFunc(headersOf), transport.WithContinuousListening(), transport.WithHTTPLogger(log)}
 		if s.Auth == AuthOAuth {
 			oc, _, err := OAuthConfig(s, c.reg.opts.StateDir, "")
 			if err != nil {
@@ -512,7 +512,7 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 		}
 		return cancellingHTTP{t}, nil
 	case TransportSSE:
-		opts := []transport.ClientOption{transport.WithHeaders(s.Headers), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log)}
+		opts := []transport.ClientOption{transport.WithHeaders(s.Headers), transport.WithHeaderFunc(headersOf), transport.WithResponseTimeout(s.Timeout), transport.WithSSELogger(log)}
 		if s.Auth == AuthOAuth {
 			oc, _, err := OAuthConfig(s, c.reg.opts.StateDir, "")
 			if err != nil {
