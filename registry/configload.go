@@ -25,6 +25,8 @@ type fileConfig struct {
 	Policy yaml.Node `yaml:"policy"`
 	HTTP   yaml.Node `yaml:"http"`
 	UI     yaml.Node `yaml:"ui"`
+	// Metrics is serve's metrics: {listen: ADDR} (cmd/quiver).
+	Metrics yaml.Node `yaml:"metrics"`
 }
 
 type fileServer struct {

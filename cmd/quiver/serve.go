@@ -24,7 +24,7 @@ import (
 func serveCmd() *command {
 	return &command{
 		summary: "run the proxy (stdio for desktop hosts, or streamable HTTP)",
-		usage:   "serve [--config PATH] [--toggles PATH] [--http ADDR] [--auth-token-file PATH] [--ui ADDR] [--state-dir DIR] [--log-level LEVEL]",
+		usage:   "serve [--config PATH] [--toggles PATH] [--http ADDR] [--auth-token-file PATH] [--ui ADDR] [--metrics ADDR] [--state-dir DIR] [--log-level LEVEL] [--log-format text|json] [--log-file PATH]",
 		help: `
 Runs quiver as an MCP server. By default it speaks stdio, which is what
 Claude Desktop, Claude Code and most hosts launch. With --http it serves
@@ -96,7 +96,24 @@ Flags:
   --state-dir DIR    quiver's state (default: ~/.local/state/quiver on
                      Linux, ~/Library/Application Support/quiver/state on
                      macOS, %LocalAppData%\quiver\state on Windows)
-  --log-level LEVEL  debug, info, warn or error (default info)`,
+  --metrics ADDR     serve GET /healthz, /readyz and /metrics (Prometheus)
+                     on ADDR (e.g. 0.0.0.0:9090; also metrics.listen in
+                     servers.yaml), without the MCP token: they show
+                     server names and counts, never a call's arguments.
+                     /healthz is 200 while quiver runs; /readyz is 200
+                     once the ledger answers and every server has started
+                     or failed, 503 before. Traces: set the standard
+                     OTEL_EXPORTER_OTLP_ENDPOINT (and OTEL_EXPORTER_OTLP_
+                     PROTOCOL=http/protobuf or grpc, OTEL_SERVICE_NAME,
+                     OTEL_TRACES_SAMPLER); none set, no traces.
+  --log-level LEVEL  debug, info, warn or error (default info)
+  --log-format FORMAT
+                     text (default) or json: one object a line, with the
+                     same fields as text
+  --log-file PATH    write the log to PATH instead of stderr, for hosts
+                     that hide stderr. It rotates at 10 MiB: PATH becomes
+                     PATH.1 and so on, five old files are kept (60 MiB at
+                     most). Secrets are redacted as on stderr.`,
 		run: runServe,
 	}
 }
@@ -104,8 +121,10 @@ Flags:
 func runServe(ctx context.Context, e *env, args []string) error {
 	var c common
 	var addr, tokenFile, uiFlag string
+	var ops operating
 	fs := newFlags("serve")
 	c.register(fs)
+	ops.register(fs)
 	fs.StringVar(&addr, "http", "", "serve streamable HTTP on this address")
 	fs.StringVar(&tokenFile, "auth-token-file", "", "with --http, the bearer token every request must send")
 	fs.StringVar(&uiFlag, "ui", "", "serve the operator page on this address")
@@ -115,11 +134,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if tokenFile != "" && addr == "" {
 		return fmt.Errorf("%w: --auth-token-file protects --http; over stdio there is nothing to protect", errUsage)
 	}
-	log, err := c.logger(e)
+	log, logFile, err := ops.logger(e, &c)
 	if err != nil {
 		return err
 	}
+	defer logFile.Close()
 	cfg, err := c.load(e)
+	if err != nil {
+		return err
+	}
+	metricsListen, err := ops.metricsAddr(cfg)
 	if err != nil {
 		return err
 	}
@@ -162,6 +186,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		defer ui.ln.Close()
 	}
+	opsf, err := startOperating(ctx, e, metricsListen)
+	if err != nil {
+		return err
+	}
+	defer opsf.close(log)
 	state, err := c.state(e)
 	if err != nil {
 		return err
@@ -175,13 +204,17 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		secrets = append(secrets, tokenFile)
 	}
 	servers := c.serversPath(e)
-	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, Secrets: secrets, ApprovalPage: ui != nil,
+	p, err := proxy.New(cfg, proxy.Options{Logger: log, StateDir: state, Protected: protected, Secrets: secrets, ApprovalPage: ui != nil, Observer: opsf.observer(),
 		OnCatalog: func(cat *registry.Catalog) { writeCatalogSnapshot(state, servers, cat, log) }})
 	if err != nil {
 		return err
 	}
 	p.Start(ctx)
 	defer p.Close()
+	// The endpoints stop before the proxy they read closes.
+	octx, stopOps := context.WithCancel(ctx)
+	waitOps := opsf.serve(octx, p, log)
+	defer func() { stopOps(); waitOps() }()
 	if ui != nil {
 		h, err := operator.New(p, operator.Options{Toggles: c.togglesPath(e), Token: ui.token, Logger: log})
 		if err != nil {
