@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -196,5 +197,23 @@ func TestHealth(t *testing.T) {
 	}
 	if code, _ := get(t, h, "/metrics"); code != 404 {
 		t.Errorf("/metrics without --metrics: %d, want 404", code)
+	}
+}
+
+func TestTracesFromEnvironment(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+	} {
+		tel, err := telemetry.New(context.Background(), telemetry.Options{Getenv: func(k string) string { return env[k] }})
+		if err != nil || !tel.Tracing() {
+			t.Errorf("%v: traces off (%v)", env, err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = tel.Shutdown(ctx) // nothing listens there; nothing was sent
+		cancel()
 	}
 }

@@ -138,6 +138,7 @@ type host struct {
 type hostOptions struct {
 	modern bool // let the client negotiate 2026-07-28
 	args   []string
+	env    []string // added to quiver's environment
 	// client adds options to the host's client (sampling, elicitation and
 	// roots handlers); notify sees every notification quiver sends it;
 	// stderr also receives quiver's log.
@@ -160,7 +161,7 @@ func startQuiver(t testing.TB, cfg string, o hostOptions) *host {
 	if o.stderr != nil {
 		stderr = io.MultiWriter(stderr, o.stderr)
 	}
-	tr := transport.NewStdioWithOptions(quiverBin, nil, args, transport.WithCommandStderrWriter(stderr))
+	tr := transport.NewStdioWithOptions(quiverBin, o.env, args, transport.WithCommandStderrWriter(stderr))
 	opts := append([]client.ClientOption(nil), o.client...)
 	if !o.modern {
 		opts = append(opts, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
