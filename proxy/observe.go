@@ -60,9 +60,12 @@ type Step struct {
 	Meta map[string]any
 }
 
-// observe begins a step, or does nothing without an observer.
+// observe begins a step, or does nothing without an observer. A step
+// other than a request's own (StepRequest, StepSearch) is observed only
+// within an observed request: a completion or a subscription is admitted
+// by the same gate, but is no call of the host's to count or trace.
 func (s *Server) observe(ctx context.Context, st Step) (context.Context, func(code string)) {
-	if s.opts.Observer == nil {
+	if s.opts.Observer == nil || (st.Kind != StepRequest && st.Kind != StepSearch && noteOf(ctx) == nil) {
 		return ctx, noEnd
 	}
 	return s.opts.Observer.Step(ctx, st)
@@ -75,7 +78,7 @@ func noEnd(string) {}
 // gives is added to it and to the HTTP headers of a remote server's
 // request (registry.WithHeaders).
 func (s *Server) observeDownstream(ctx context.Context, srv, tool string, out *mcp.Meta) (context.Context, *mcp.Meta, func(code string)) {
-	if s.opts.Observer == nil {
+	if s.opts.Observer == nil || noteOf(ctx) == nil {
 		return ctx, out, noEnd
 	}
 	fields := map[string]any{}
@@ -108,8 +111,8 @@ func metaFields(m *mcp.Meta) map[string]any {
 	return m.AdditionalFields
 }
 
-// callNote carries, from admit to the end of a request, the decision code
-// the request ends with when it is not refused later.
+// callNote carries, from admit to the end of a request, the code the
+// request ends with; its presence in a context marks an observed request.
 type callNote struct{ code string }
 
 type callNoteKey struct{}
