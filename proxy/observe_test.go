@@ -76,6 +76,7 @@ func TestObserverSeesPassThrough(t *testing.T) {
 	if got := obs.take(); got != want {
 		t.Errorf("a failing prompts/get's steps:\n%s\nwant:\n%s", got, want)
 	}
+	//lint:ignore SA1019 quiver still takes resources/subscribe from hosts on 2025-11-25, and admits it through the gate
 	_ = c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "leak://token"}})
 	if got := obs.take(); got != "" {
 		t.Errorf("a subscription left steps:\n%s", got)
