@@ -177,10 +177,12 @@ func TestMalformedJSONRPCKeepsTheSession(t *testing.T) {
 		t.Fatalf("initialize after garbage: %v", init)
 	}
 	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	// MCP makes an unknown tool a protocol error (-32602), not a tool result.
+	// An unknown tool is answered as call_tool answers it: a refusal the
+	// model reads, with the closest names, not mcp-go's -32602 (issue 29).
 	unknown := send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
-	if e, _ := unknown["error"].(map[string]any); e == nil || e["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(e["message"]), "no_such_tool") {
-		t.Fatalf("unknown tool: want a -32602 error naming it, got %v", unknown)
+	if r, _ := unknown["result"].(map[string]any); r == nil || r["isError"] != true ||
+		!strings.Contains(fmt.Sprint(r["content"]), `deny.unknown_tool: There is no tool named "no_such_tool".`) {
+		t.Fatalf("unknown tool: want the refusal deny.unknown_tool naming it, got %v", unknown)
 	}
 	list := send(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	if list["result"] == nil {
