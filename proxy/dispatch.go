@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -179,17 +181,20 @@ func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, e
 		case errors.Is(err, context.Canceled):
 			code, outcome = gate.CodeCancelled, gate.OutcomeCancelled
 		}
-		s.ended(id, outcome, code)
+		s.ended(id, outcome, boundDetail(code+": "+reason))
 		if outcome == gate.OutcomeUnknown {
 			reason += "; it may or may not have taken effect: check before calling it again"
 		}
 		return builtin.Refusal(code, reason)
 	}
-	outcome := gate.OutcomeOK
+	outcome, detail := gate.OutcomeOK, ""
 	if res.IsError {
-		outcome = gate.OutcomeError
+		// Why it failed, in the server's words: read from what the server
+		// sent, so that a result that leaves as bytes (bytepath.go) is
+		// recorded as a decoded one is.
+		outcome, detail = gate.OutcomeError, boundDetail(v.redacted(errorText(out.raw)))
 	}
-	s.ended(id, outcome, "")
+	s.ended(id, outcome, detail)
 	// Every call passes here: a logger With its attributes cost three
 	// allocations a call even with debug off.
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -199,6 +204,46 @@ func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, e
 }
 
 // ended records how a started call ended, in the background.
+// maxDetail bounds the text the ledger keeps of why a call failed: enough
+// to read the cause in quiver audit, never a whole result.
+const maxDetail = 500
+
+// boundDetail cuts text, already redacted, to maxDetail bytes on a
+// character boundary, on one line.
+func boundDetail(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= maxDetail {
+		return text
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
+
+// errorText is the text of a tools/call result as the server sent it: its
+// text contents joined with nothing between them, so that a secret split
+// across two of them is whole for the redactor (as redactAcross sees it).
+func errorText(raw json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		if c.Type == mcp.ContentTypeText {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
 func (s *Server) ended(id int64, o gate.Outcome, detail string) {
 	if s.ledger != nil && id != 0 {
 		s.ledger.RecordEndLater(id, o, detail)

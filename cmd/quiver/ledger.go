@@ -319,7 +319,9 @@ func auditCmd() *command {
 Prints every recorded call: when, which session and tool, the decision (code
 and sentence), the approval, and how it ended (ok, error, cancelled, or
 outcome_unknown for a call that was running when quiver stopped — quiver
-never retries those). Arguments are recorded only as a digest.
+never retries those). A call that failed shows why in place of the
+decision's sentence: the server's error text, redacted and cut to 500
+bytes ("detail" in --json). Arguments are recorded only as a digest.
 
 It shows the latest 1,000 calls (--limit N for another number) and says on
 stderr when older ones were left out. --session takes a session's id as
@@ -379,8 +381,14 @@ answer to its card, when one was asked), started, ended.`,
 			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tSESSION\tTOOL\tCODE\tAPPROVAL\tOUTCOME\tREASON")
 			for _, ce := range calls {
+				// A call that failed says why (the server's words, as the
+				// ledger keeps them), not only why it was let through.
+				why := ce.Reason
+				if ce.Detail != "" && ce.Outcome != gate.OutcomeOK {
+					why = "failed: " + ce.Detail
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ce.ID, ce.Time.Local().Format("2006-01-02 15:04:05"),
-					oneLine(ce.Session, 200), oneLine(ce.Tool, 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(ce.Reason, 80))
+					oneLine(ce.Session, 200), oneLine(ce.Tool, 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(why, 120))
 			}
 			return tw.Flush()
 		},
