@@ -261,6 +261,8 @@ func TestPathBase(t *testing.T) {
 		{"command: x\n    path_base: ~/proj", "/home/quiver/proj"},
 		{"command: x\n    path_base: \"~\"", "/home/quiver"},
 		{"command: x\n    path_base: data", "/etc/quiver/data"},
+		{"command: x\n    path_base: ./root", "/etc/quiver/root"},
+		{"command: x\n    path_base: src", "/etc/quiver/src"},
 		{"command: x\n    path_base: ../shared", "/etc/shared"},
 		{"command: x", ""},
 		{"url: https://h/mcp\n    path_base: /srv", "/srv"},
@@ -279,6 +281,12 @@ func TestPathBase(t *testing.T) {
 		{"command: x\n    env: {HOME: \"\"}\n    path_base: ~/x", "has no HOME"},
 		{"url: https://h/mcp\n    path_base: ~/x", "has no HOME"},
 		{"command: x\n    path_base: \" \"", "is empty"},
+		// A word that looks like a keyword is refused, not taken as a
+		// folder beside servers.yaml (issue 29).
+		{"command: x\n    path_base: root", `"root" is not a path_base keyword: did you mean roots? (a folder of that name beside servers.yaml is written ./root)`},
+		{"command: x\n    path_base: Roots", "did you mean roots?"},
+		{"command: x\n    path_base: cdw", "did you mean cwd?"},
+		{"command: x\n    path_base: NONE", "did you mean none?"},
 	} {
 		_, err := ParseConfig("/etc/quiver/servers.yaml", []byte("servers:\n  a:\n    "+tc.entry+"\n"), lookup)
 		line := strings.Count(tc.entry, "\n") + 3
