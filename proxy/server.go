@@ -184,6 +184,8 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		parked:   map[string]*parking{},
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
+	s.markRun()
+	s.endStaleSessionGrants()
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
 	s.pending.Store(set)
 	if ledger != nil {
@@ -233,6 +235,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		s.relay.unregister(cs.SessionID())
 		if ss != nil {
 			s.expireApprovals(ss)
+			s.endSessionGrants(ss)
 		}
 	})
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.awaitTool(ctx, req) })
@@ -311,7 +314,9 @@ func (s *Server) Close() error {
 		// nobody answered can no longer be retried.
 		for _, ss := range s.allSessions() {
 			s.expireApprovals(ss)
+			s.endSessionGrants(ss)
 		}
+		s.unmarkRun()
 		err = errors.Join(err, s.ledger.Close())
 	}
 	return err

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -229,8 +230,9 @@ func grantsCmd() *command {
 		usage:   "grants [--pending] [--all] [--revoke ID] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Lists the grants in force (persistent ones, and session ones of live
-sessions) and the requests waiting for an answer. --all includes expired,
-used and revoked grants; --revoke ID ends a grant at once.
+sessions) and the requests waiting for an answer. A session grant ends
+with its session, or when its quiver stops. --all includes expired, used,
+revoked and ended grants; --revoke ID ends a grant at once.
 
 Each pending request shows what it needs (every path) and the whole card
 quiver showed, or would have shown, in the host. What these commands print
@@ -266,10 +268,26 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 				return err
 			}
 			var grants []gate.Grant
+			stopped := map[int64]bool{}
 			if !pendingOnly {
 				if grants, err = l.Grants(ctx, gate.GrantFilter{All: all}); err != nil {
 					return err
 				}
+				// A session grant of a quiver that stopped without ending
+				// its sessions (killed) is over, though the next quiver's
+				// start has yet to revoke it.
+				state, _ := c.state(e)
+				kept := grants[:0]
+				for _, g := range grants {
+					if g.Lifetime == gate.ForSession && g.Revoked.IsZero() && proxy.SessionStopped(state, g.Session) {
+						stopped[g.ID] = true
+						if !all {
+							continue
+						}
+					}
+					kept = append(kept, g)
+				}
+				grants = kept
 			}
 			red := redactor(e, &c)
 			for i := range pending {
@@ -295,14 +313,10 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 			if !pendingOnly {
 				fmt.Fprintln(e.stdout)
 				tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GRANT\tSCOPE\tCAPABILITY\tTOOL\tPATH\tLIFETIME\tSESSION\tEXPIRES")
+				fmt.Fprintln(tw, "GRANT\tSCOPE\tCAPABILITY\tTOOL\tPATH\tLIFETIME\tSESSION\tENDS")
 				for _, g := range grants {
-					exp := "-"
-					if !g.Expires.IsZero() {
-						exp = g.Expires.Format(time.RFC3339)
-					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Scope, oneLine(g.Capability, 200), oneLine(g.Tool, 200),
-						quotedPath(g.Path), g.Lifetime, oneLine(g.Session, 200), exp)
+						quotedPath(g.Path), g.Lifetime, oneLine(g.Session, 200), grantEnds(g, stopped[g.ID]))
 				}
 				return tw.Flush()
 			}
@@ -404,6 +418,26 @@ type auditJSON struct {
 }
 
 func auditLine(ce gate.CallEntry) auditJSON { return auditJSON{CallEntry: ce, Stages: ce.Stages()} }
+
+// grantEnds says when a grant ends, or that it has: a session grant lasts
+// as long as its session, not "until revoked".
+func grantEnds(g gate.Grant, stopped bool) string {
+	switch {
+	case !g.Revoked.IsZero():
+		return "ended " + g.Revoked.Local().Format(time.RFC3339)
+	case !g.Used.IsZero():
+		return "used " + g.Used.Local().Format(time.RFC3339)
+	case stopped:
+		return "ended: its quiver stopped"
+	case !g.Expires.IsZero():
+		return g.Expires.Local().Format(time.RFC3339)
+	case g.Lifetime == gate.ForSession:
+		return "when its session ends"
+	case g.Lifetime == gate.Persistent:
+		return "until revoked"
+	}
+	return "-"
+}
 
 // quotedPath is a grant's path quoted, so that a space or tab in it cannot
 // shift the columns; "-" for a grant on a tool.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -309,4 +310,34 @@ func askForApproval(t *testing.T) (*host, string, []string) {
 		t.Fatalf("the refusal must say which request to approve: %s", toolresult.Text(res))
 	}
 	return h, state, n
+}
+
+// TestGrantsOfStoppedQuiversAreEnded: a session grant lasts as long as its
+// session, so quiver grants says so, and a session grant of a quiver that
+// stopped without ending its sessions (killed) is not listed as in force
+// (--all shows it ended), though no quiver has started since to revoke it
+// (issue 29).
+func TestGrantsOfStoppedQuiversAreEnded(t *testing.T) {
+	lc := newLedgerCLI(t)
+	l := lc.ledger()
+	for _, g := range []gate.Grant{
+		{Scope: gate.ScopeTool, Tool: "fs__write_file", Lifetime: gate.ForSession, Session: "stdio@deadrun1"},
+		{Scope: gate.ScopeTool, Tool: "fs__edit_file", Lifetime: gate.ForSession, Session: "stdio@liverun1"},
+		{Scope: gate.ScopeTool, Tool: "fs__move_file", Lifetime: gate.Persistent},
+	} {
+		if _, err := l.AddGrant(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	os.MkdirAll(filepath.Join(lc.state, "runs"), 0o700)
+	os.WriteFile(filepath.Join(lc.state, "runs", "liverun1.json"), []byte(`{"pid":`+strconv.Itoa(os.Getpid())+`}`), 0o600)
+	out := lc.run("grants")
+	if strings.Contains(out, "fs__write_file") || !regexp.MustCompile(`fs__edit_file .*stdio@liverun1\s+when its session ends`).MatchString(out) ||
+		!regexp.MustCompile(`fs__move_file .*persistent .*until revoked`).MatchString(out) {
+		t.Errorf("quiver grants must list the live session's grant (ending with its session) and the persistent one, not the stopped quiver's:\n%s", out)
+	}
+	if out := lc.run("grants", "--all"); !regexp.MustCompile(`fs__write_file .*stdio@deadrun1\s+ended: its quiver stopped`).MatchString(out) {
+		t.Errorf("quiver grants --all must show the stopped quiver's session grant as ended:\n%s", out)
+	}
 }
