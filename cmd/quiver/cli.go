@@ -95,6 +95,12 @@ func cliTree(e *env, cmds map[string]*command) *cobra.Command {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
+	// "quiver --version" is what people try first; it prints what
+	// "quiver version" prints.
+	var v strings.Builder
+	readBuildInfo().write(&v)
+	root.Version = readBuildInfo().Version
+	root.SetVersionTemplate(strings.ReplaceAll(v.String(), "{{", `{{"{{"}}`))
 	cobraHelp := root.HelpFunc()
 	for _, name := range slices.Sorted(maps.Keys(cmds)) {
 		root.AddCommand(cobraCommand(e, name, cmds[name]))

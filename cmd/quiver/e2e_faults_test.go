@@ -53,6 +53,22 @@ func TestDoctorReportsADownServer(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
 	}
+	// doctor --json says the same to a script, with the same exit (issue 29).
+	out, err = exec.Command(quiverBin, "doctor", "--config", cfg, "--state-dir", dir, "--wait", "10s", "--json").Output()
+	var got doctorJSON
+	if code := exitCode(err); code != exitFailure || json.Unmarshal(out, &got) != nil {
+		t.Fatalf("doctor --json with a down server: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	states := map[string]string{}
+	for _, s := range got.Servers {
+		states[s.Name] = s.State
+		if s.Name == "broken" && !strings.Contains(s.LastError, "/nonexistent/mcp-server") {
+			t.Errorf("doctor --json: the down server's last_error is %q", s.LastError)
+		}
+	}
+	if got.OK || states["example"] != "up" || states["broken"] != "down" || got.Surface.LeanTools != 5 || got.Surface.AllTools == 0 {
+		t.Errorf("doctor --json:\n%s", out)
+	}
 }
 
 // TestDoctorReportsAMisspeltTool: a name in always_on that the server,
