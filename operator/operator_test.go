@@ -311,6 +311,10 @@ func TestPagesRenderTheirData(t *testing.T) {
 		t.Errorf("the filter box let another tool through")
 	}
 	f.do(c, "GET", "/audit?since=yesterday", nil, nil, http.StatusBadRequest)
+	// Days, as people write them first (issue 29).
+	if page := f.get(c, "/audit?since=1d"); !strings.Contains(page, "ask.outside_fence") {
+		t.Errorf("since=1d must show the calls of the last day:\n%s", page)
+	}
 }
 
 // TestSearchPageRunsTheModelsSearch: the page's search is the one a model

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/internal/age"
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -328,7 +329,7 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 func auditCmd() *command {
 	return &command{
 		summary: "show the calls quiver decided and how they ended",
-		usage:   "audit [--since 1h] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]",
+		usage:   "audit [--since 1h|7d] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Prints every recorded call: when, which session and tool, the decision (code
 and sentence), the approval, and how it ended (ok, error, cancelled, or
@@ -352,7 +353,8 @@ answer to its card, when one was asked), started, ended.`,
 			var limit int
 			fs := newFlags("audit")
 			stateFlags(fs, &c)
-			fs.DurationVar(&since, "since", 0, "only calls newer than this, e.g. 1h")
+			var sinceAge age.Value
+			fs.Var(&sinceAge, "since", "only calls newer than this, e.g. 1h or 7d")
 			fs.StringVar(&session, "session", "", "only this session (its id, as the log prints it, or id@run)")
 			fs.StringVar(&tool, "tool", "", "only tools matching this glob")
 			fs.IntVar(&limit, "limit", 1000, "show at most this many calls, the latest")
@@ -360,6 +362,7 @@ answer to its card, when one was asked), started, ended.`,
 			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
 			}
+			since = sinceAge.D
 			l, err := openLedger(ctx, e, &c)
 			if err != nil {
 				return err

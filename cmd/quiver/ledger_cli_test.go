@@ -341,3 +341,23 @@ func TestGrantsOfStoppedQuiversAreEnded(t *testing.T) {
 		t.Errorf("quiver grants --all must show the stopped quiver's session grant as ended:\n%s", out)
 	}
 }
+
+// TestAuditSinceTakesDays: --since takes days (1d), and anything else it
+// cannot read is refused with one sentence saying what to give, not Go's
+// unit error (issue 29).
+func TestAuditSinceTakesDays(t *testing.T) {
+	lc := newLedgerCLI(t)
+	l := lc.ledger()
+	if _, err := l.RecordDecision(context.Background(), "s1", "fs__read_file", json.RawMessage(`{}`),
+		gate.Decision{Verdict: gate.Deny, Code: "deny.outside_fence", Reason: "outside"}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if out := lc.run("audit", "--since", "1d"); !strings.Contains(out, "fs__read_file") {
+		t.Errorf("audit --since 1d must show today's call:\n%s", out)
+	}
+	code, _, errOut := lc.runFull("audit", "--since", "1w")
+	if code != exitUsage || !strings.Contains(errOut, `"1w" is not an age: give one such as 30m, 12h or 7d`) || strings.Contains(errOut, "unknown unit") {
+		t.Errorf("audit --since 1w: exit %d\n%s", code, errOut)
+	}
+}
