@@ -436,11 +436,11 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := l.RevokeGrant(r.Context(), id); err != nil {
-		code := http.StatusInternalServerError
 		if errors.Is(err, gate.ErrNotFound) {
-			code = http.StatusNotFound
+			h.fail(w, http.StatusNotFound, fmt.Errorf("there is no grant %d in force: it was revoked or ended already, or never existed", id))
+			return
 		}
-		h.fail(w, code, fmt.Errorf("revoke grant %d: %w", id, err))
+		h.fail(w, http.StatusInternalServerError, fmt.Errorf("revoke grant %d: %w", id, err))
 		return
 	}
 	h.log.Info("operator page revoked a grant", "grant", id)

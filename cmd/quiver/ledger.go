@@ -258,7 +258,9 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 			}
 			defer l.Close()
 			if revoke > 0 {
-				if err := l.RevokeGrant(ctx, revoke); err != nil {
+				if err := l.RevokeGrant(ctx, revoke); errors.Is(err, gate.ErrNotFound) {
+					return fmt.Errorf("there is no grant %d in force: it was revoked or ended already, or never existed (quiver grants --all lists every grant)", revoke)
+				} else if err != nil {
 					return fmt.Errorf("revoke grant %d: %w", revoke, err)
 				}
 				fmt.Fprintf(e.stdout, "revoked grant %d\n", revoke)

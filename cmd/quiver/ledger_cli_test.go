@@ -361,3 +361,15 @@ func TestAuditSinceTakesDays(t *testing.T) {
 		t.Errorf("audit --since 1w: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestRevokeAnUnknownGrant: revoking a grant that is not in force says so
+// in one sentence, and where to look (issue 29: it read "revoke grant 999:
+// revoke grant: not found").
+func TestRevokeAnUnknownGrant(t *testing.T) {
+	lc := newLedgerCLI(t)
+	code, _, errOut := lc.runFull("grants", "--revoke", "999")
+	want := "quiver grants: there is no grant 999 in force: it was revoked or ended already, or never existed (quiver grants --all lists every grant)\n"
+	if code != exitFailure || errOut != want {
+		t.Errorf("grants --revoke 999: exit %d\n%q\nwant %q", code, errOut, want)
+	}
+}
