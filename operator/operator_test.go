@@ -497,3 +497,18 @@ func wrongCSRF(csrf string) string {
 	}
 	return "0" + csrf[1:]
 }
+
+// TestFavicon: the pages link an icon, and /favicon.ico, which browsers
+// ask for anyway, is served rather than a 404 (issue 29).
+func TestFavicon(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	if page := f.get(c, "/approvals"); !strings.Contains(page, `<link rel="icon" href="/static/favicon.svg"`) {
+		t.Errorf("the page links no icon:\n%s", page)
+	}
+	for _, path := range []string{"/favicon.ico", "/static/favicon.svg"} {
+		if icon := f.get(c, path); !strings.HasPrefix(icon, "<svg") {
+			t.Errorf("%s: %q", path, icon)
+		}
+	}
+}
