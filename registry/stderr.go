@@ -78,6 +78,12 @@ func (l *lineLogger) lastWords(wait time.Duration) string {
 	}
 }
 
+// RootsUnavailable is what quiver answers a server's roots/list with when
+// no host can give roots: none is connected yet (servers start first), or
+// the host has no roots. A server that logs the answer is told the usual,
+// so its stderr line saying so is logged at DEBUG, not at every start.
+const RootsUnavailable = "no host gives roots now; keep the folders you were given"
+
 const (
 	partialLineWait = 500 * time.Millisecond
 	// maxStderrPiece is the longest piece of a line without a newline that
@@ -209,6 +215,13 @@ func (l *lineLogger) emit(text string) {
 		}
 		if i := strings.Index(line, "-----BEGIN "); i >= 0 && strings.Contains(line[i:], "PRIVATE KEY-----") {
 			line, l.inKey = line[:i]+"[redacted:private-key]", 1
+		}
+		if strings.Contains(line, RootsUnavailable) {
+			// The server quoting quiver's own answer to its roots/list
+			// (server-filesystem does, at every start): normal, and not
+			// what went wrong if the server fails.
+			l.log.Debug("stderr: " + line)
+			continue
 		}
 		if line != "" {
 			l.log.Info("stderr: " + line)
