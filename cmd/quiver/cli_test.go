@@ -301,3 +301,16 @@ func TestPathBaseKeywords(t *testing.T) {
 		t.Fatalf("path_base: root must be refused with did you mean roots: exit %d\n%s", code, out)
 	}
 }
+
+// TestAFlagTypoIsOneShortAnswer: a misspelt flag is answered with the
+// flag meant, the synopsis once and where the rest is, not the whole help
+// (issue 29).
+func TestAFlagTypoIsOneShortAnswer(t *testing.T) {
+	code, stdout, stderr := runIn(t, "audit", "--sinc", "1h")
+	want := "quiver audit: unknown flag: --sinc; did you mean --since?\n" +
+		"usage: quiver audit [--since 1h|7d] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]\n" +
+		"Run \"quiver audit --help\" for its flags.\n"
+	if code != exitUsage || stdout != "" || stderr != want {
+		t.Errorf("quiver audit --sinc 1h: exit %d\nstdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
+	}
+}
