@@ -27,8 +27,15 @@ Comments and trailing commas (JSONC) are fine.
 
 Secrets stay out of servers.yaml: a literal value in env or headers whose
 key looks secret (TOKEN, KEY, SECRET, PASSWORD, AUTH, CREDENTIAL, COOKIE;
-Authorization) becomes a ${VAR} reference, and a note on stderr says which
-variables to set before starting quiver. Host-specific references become
+Authorization) becomes a ${VAR} reference, and so does one in args (the
+value of such a flag, --api-key=X or --token X; a url's password,
+postgresql://admin:X@host; a url's secret parameter) and any value shaped
+like a credential; a note on stderr says which variables to set before
+starting quiver.
+
+@modelcontextprotocol/server-filesystem's folders (its arguments) are
+added to fence.allowed_dirs, as the host let the model use them without
+asking, and the server gets path_base: roots. Host-specific references become
 quiver's: ${env:X} and ${X:-default} become ${X}, VS Code's ${input:id}
 becomes ${ID}. An entry that runs quiver itself is skipped.
 
@@ -81,7 +88,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s: no MCP servers to import", from)
 	}
 	if !write {
-		_, err := e.stdout.Write(imp.yaml())
+		_, err := e.stdout.Write(append(imp.yaml(), imp.fenceYAML()...))
 		return err
 	}
 	path := c.serversPath(e)

@@ -41,6 +41,9 @@ type imported struct {
 	entries map[string]*yaml.Node
 	notes   []string
 	vars    []string // variables the user must set
+	// allowedDirs are folders the host let a server use (server-filesystem's
+	// arguments), for fence.allowed_dirs.
+	allowedDirs []string
 }
 
 // errNoServerList is a host file without MCP servers: VS Code's
@@ -137,17 +140,23 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 	}
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
 	val := func(where, s string) string { return imp.reference(name, where, s) }
-	secret := func(where, key, s, varName string) string {
-		v := val(where, s)
-		if !registry.LooksSecret(key, v) || strings.Contains(v, "${") || v == "" {
-			return v
-		}
+	// variable registers a variable for a literal secret and returns its
+	// name, unique among the servers imported.
+	variable := func(where, key, varName string) string {
 		if owner, taken := used[varName]; taken && owner != name {
 			varName = strings.ToUpper(notVarRE.ReplaceAllString(name, "_")) + "_" + varName
 		}
 		used[varName] = name
 		imp.vars = append(imp.vars, varName)
 		imp.notes = append(imp.notes, fmt.Sprintf("server %q: %s %s held a literal secret in %s; it is now ${%s}: set %s in quiver's environment", name, where, key, file, varName, varName))
+		return varName
+	}
+	secret := func(where, key, s, varName string) string {
+		v := val(where, s)
+		if !registry.LooksSecret(key, v) || strings.Contains(v, "${") || v == "" {
+			return v
+		}
+		varName = variable(where, key, varName)
 		// Keep an auth scheme ("Bearer ...") outside the variable.
 		if scheme, _, ok := strings.Cut(s, " "); ok && strings.EqualFold(key, "authorization") && !strings.ContainsAny(scheme, "$") {
 			return scheme + " ${" + varName + "}"
@@ -164,10 +173,31 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 		add("command", str(val("command", hs.Command)))
 		if len(hs.Args) > 0 {
 			seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-			for _, a := range hs.Args {
-				seq.Content = append(seq.Content, str(val("args", a)))
+			for i, a := range hs.Args {
+				// A secret in an argument is as much in clear as one in
+				// env: a flag's value (--api-key=…, --token …), a url's
+				// password (postgresql://admin:…@host) or query parameter,
+				// or a value shaped like a credential.
+				prev := ""
+				if i > 0 {
+					prev = hs.Args[i-1]
+				}
+				seq.Content = append(seq.Content, str(imp.argSecrets(name, prev, a, val, upper, variable, used)))
 			}
 			add("args", seq)
+			if dirs := filesystemFolders(hs.Command, hs.Args); len(dirs) > 0 {
+				// server-filesystem may touch its folders and nothing else;
+				// the host let the model work in them without asking, so
+				// the fence does too, and a relative path is read against
+				// them as the server reads it.
+				add("path_base", str(registry.PathBaseRoots))
+				for _, d := range dirs {
+					if !slices.Contains(imp.allowedDirs, d) {
+						imp.allowedDirs = append(imp.allowedDirs, d)
+					}
+				}
+				imp.notes = append(imp.notes, fmt.Sprintf("server %q: its folders %s go to fence.allowed_dirs, as the host let the model use them; path_base: roots", name, strings.Join(dirs, ", ")))
+			}
 		}
 		if len(hs.Env) > 0 {
 			env := &yaml.Node{Kind: yaml.MappingNode}
@@ -211,6 +241,87 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 		return nil, errors.New("it has neither a command nor a url")
 	}
 	return m, nil
+}
+
+// argSecrets is one argument of a command as servers.yaml gets it, a
+// literal secret in it made a ${VAR} reference: the value of a flag named
+// like a secret (--api-key=X, or --token X with prev the flag), a url's
+// password, a url's secret query parameter, or a value shaped like a
+// credential. val rewrites the parts that stay; variable registers a
+// variable.
+func (imp *imported) argSecrets(server, prev, a string, val func(where, s string) string, upper func(string) string,
+	variable func(where, key, varName string) string, used map[string]string) string {
+	ref := func(v string) string { return "${" + v + "}" }
+	if strings.Contains(a, "${") {
+		return val("args", a)
+	}
+	if flag, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(flag, "-") && v != "" && registry.LooksSecret(strings.TrimLeft(flag, "-"), v) {
+		return val("args", flag+"=") + ref(variable("argument", flag, upper(server)+"_"+upper(flag)))
+	}
+	if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") && !strings.HasPrefix(a, "-") && registry.LooksSecret(strings.TrimLeft(prev, "-"), a) {
+		return ref(variable("argument", prev, upper(server)+"_"+upper(prev)))
+	}
+	if before, _, after, ok := urlPasswordParts(a); ok {
+		return val("args", before) + ref(variable("argument", "url password", upper(server)+"_PASSWORD")) + val("args", after)
+	}
+	if u, err := url.Parse(a); err == nil && u.Scheme != "" && u.Host != "" && u.RawQuery != "" {
+		if out := imp.urlSecrets(server, a, used); out != a {
+			return val("args", out)
+		}
+	}
+	if registry.LooksSecret("", a) {
+		return ref(variable("argument", "value", upper(server)+"_TOKEN"))
+	}
+	return val("args", a)
+}
+
+// urlPasswordParts splits a url with a password (scheme://user:pw@host…)
+// around the password.
+func urlPasswordParts(s string) (before, pw, after string, ok bool) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return "", "", "", false
+	}
+	rest := s[i+3:]
+	end := len(rest)
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		end = j
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return "", "", "", false
+	}
+	user, pw, found := strings.Cut(rest[:at], ":")
+	if !found || user == "" || pw == "" {
+		return "", "", "", false
+	}
+	start := i + 3 + len(user) + 1
+	return s[:start], pw, s[start+len(pw):], true
+}
+
+// filesystemFolders are the folders a command running
+// @modelcontextprotocol/server-filesystem gives it: its absolute (or ~)
+// arguments after the package's name.
+func filesystemFolders(command string, args []string) []string {
+	at := -1
+	for i, a := range append([]string{command}, args...) {
+		if strings.Contains(a, "server-filesystem") {
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	var dirs []string
+	for _, a := range args[at:] {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, "server-filesystem") {
+			continue
+		}
+		if strings.HasPrefix(a, "/") || strings.HasPrefix(a, "~") || (len(a) > 2 && a[1] == ':' && (a[2] == '\\' || a[2] == '/')) || strings.HasPrefix(a, `\\`) {
+			dirs = append(dirs, a)
+		}
+	}
+	return dirs
 }
 
 // urlSecrets replaces secret-looking query parameters of a url with
