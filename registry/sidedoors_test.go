@@ -388,3 +388,27 @@ func TestConfigErrorsQuoteURLsAsWritten(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestURLPasswordInArgsIsASecret: a url with a password written literally
+// in args (postgresql://admin:PW@host) is a secret: redacted wherever it
+// shows, and Written (config effective) shows the url without it
+// (issue 29).
+func TestURLPasswordInArgsIsASecret(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, `
+servers:
+  pg:
+    command: server
+    args: ["postgresql://admin:hunter2-pw@localhost/app", "https://example.com/a@b", "postgresql://${U}:${P}@h/db"]
+`, map[string]string{"U": "me", "P": "var-pw-1234"})
+	s, _ := cfg.Server("pg")
+	if w := "postgresql://admin:[redacted:password]@localhost/app https://example.com/a@b postgresql://${U}:${P}@h/db"; strings.Join(s.Written.Args, " ") != w {
+		t.Errorf("Written.Args = %s\nwant          %s", strings.Join(s.Written.Args, " "), w)
+	}
+	if s.Args[0] != "postgresql://admin:hunter2-pw@localhost/app" {
+		t.Errorf("the child must still get the url: %q", s.Args[0])
+	}
+	if red := Redact(strings.Join(s.Args, " "), cfg.Secrets); strings.Contains(red, "hunter2-pw") || strings.Contains(red, "var-pw-1234") {
+		t.Errorf("the args as redacted: %s", red)
+	}
+}

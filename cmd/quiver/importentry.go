@@ -255,13 +255,18 @@ func (imp *imported) argSecrets(server, prev, a string, val func(where, s string
 	if strings.Contains(a, "${") {
 		return val("args", a)
 	}
-	if flag, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(flag, "-") && v != "" && registry.LooksSecret(strings.TrimLeft(flag, "-"), v) {
-		return val("args", flag+"=") + ref(variable("argument", flag, upper(server)+"_"+upper(flag)))
+	// Which flags take a secret, and which values after them are one, as
+	// servers.yaml's own reading decides (--keywords and --token-file take
+	// none; a path after --key is not one).
+	if _, ok := registry.SecretFlag(a); ok {
+		if flag, v, ok := strings.Cut(a, "="); ok && registry.FlagSecret(v) {
+			return val("args", flag+"=") + ref(variable("argument", flag, upper(server)+"_"+upper(flag)))
+		}
 	}
-	if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") && !strings.HasPrefix(a, "-") && registry.LooksSecret(strings.TrimLeft(prev, "-"), a) {
+	if _, ok := registry.SecretFlag(prev); ok && !strings.Contains(prev, "=") && !strings.HasPrefix(a, "--") && registry.FlagSecret(a) {
 		return ref(variable("argument", prev, upper(server)+"_"+upper(prev)))
 	}
-	if before, _, after, ok := urlPasswordParts(a); ok {
+	if before, _, after, ok := registry.URLPassword(a); ok {
 		return val("args", before) + ref(variable("argument", "url password", upper(server)+"_PASSWORD")) + val("args", after)
 	}
 	if u, err := url.Parse(a); err == nil && u.Scheme != "" && u.Host != "" && u.RawQuery != "" {
@@ -273,30 +278,6 @@ func (imp *imported) argSecrets(server, prev, a string, val func(where, s string
 		return ref(variable("argument", "value", upper(server)+"_TOKEN"))
 	}
 	return val("args", a)
-}
-
-// urlPasswordParts splits a url with a password (scheme://user:pw@host…)
-// around the password.
-func urlPasswordParts(s string) (before, pw, after string, ok bool) {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return "", "", "", false
-	}
-	rest := s[i+3:]
-	end := len(rest)
-	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-		end = j
-	}
-	at := strings.LastIndex(rest[:end], "@")
-	if at < 0 {
-		return "", "", "", false
-	}
-	user, pw, found := strings.Cut(rest[:at], ":")
-	if !found || user == "" || pw == "" {
-		return "", "", "", false
-	}
-	start := i + 3 + len(user) + 1
-	return s[:start], pw, s[start+len(pw):], true
 }
 
 // filesystemFolders are the folders a command running
