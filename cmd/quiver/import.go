@@ -16,7 +16,7 @@ import (
 func importCmd() *command {
 	return &command{
 		summary: "turn a host's MCP server list (Claude Desktop, Claude Code, Cursor, VS Code) into servers.yaml entries",
-		usage:   "import [--from HOST|PATH] [--write] [--config PATH]",
+		usage:   "import [--from HOST|PATH] [--write [--skip|--rename]] [--config PATH]",
 		help: `
 Reads the MCP servers another host runs and prints the equivalent
 servers.yaml entries. Understood: Claude Desktop's claude_desktop_config.json
@@ -42,7 +42,8 @@ becomes ${ID}. An entry that runs quiver itself is skipped.
 With --write the entries are added to servers.yaml (--config, else the one
 quiver would use; a new one from the built-in default if there is none),
 keeping the file's comments and layout; nothing is written if any name
-already exists there. A running quiver picks the new servers up at once.
+already exists there, unless --skip (leave those servers out) or --rename
+(import them as NAME_2) says what to do. A running quiver picks the new servers up at once.
 
 Flags:
   --from HOST|PATH  the host whose servers to import, from where it keeps
@@ -61,6 +62,8 @@ Flags:
                         Support/Code/User/, Windows %AppData%\Code\User\,
                         Linux ~/.config/Code/User/
   --write           add the entries to servers.yaml instead of printing them
+  --skip            with --write, leave out servers whose names it has
+  --rename          with --write, import those as NAME_2 (the next free)
   --config PATH     the servers.yaml to write to`,
 		run: runImport,
 	}
@@ -74,20 +77,29 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	c.register(fs)
 	fs.StringVar(&from, "from", "claude-desktop", "the host (claude-desktop, claude-code, cursor, vscode) or its config file")
 	fs.BoolVar(&write, "write", false, "merge into servers.yaml")
+	var skip, rename bool
+	fs.BoolVar(&skip, "skip", false, "leave out the servers servers.yaml has already")
+	fs.BoolVar(&rename, "rename", false, "import the servers servers.yaml has already under new names")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
+	}
+	if skip && rename {
+		return fmt.Errorf("%w: --skip and --rename: choose one", errUsage)
+	}
+	if (skip || rename) && !write {
+		return fmt.Errorf("%w: --skip and --rename say what --write does with a name servers.yaml has already; add --write", errUsage)
 	}
 	from, imp, err := readHost(from, runtime.GOOS, e.getenv)
 	if err != nil {
 		return err
 	}
-	for _, n := range imp.notes {
-		fmt.Fprintln(e.stderr, "note: "+n)
-	}
-	if len(imp.names) == 0 {
-		return fmt.Errorf("%s: no MCP servers to import", from)
-	}
 	if !write {
+		for _, n := range imp.notes {
+			fmt.Fprintln(e.stderr, "note: "+n)
+		}
+		if len(imp.names) == 0 {
+			return fmt.Errorf("%s: no MCP servers to import", from)
+		}
 		_, err := e.stdout.Write(append(imp.yaml(), imp.fenceYAML()...))
 		return err
 	}
@@ -108,6 +120,20 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 	} else if err != nil {
 		return err
+	}
+	mode := ""
+	switch {
+	case skip:
+		mode = "skip"
+	case rename:
+		mode = "rename"
+	}
+	imp.resolveClashes(serverNames(base), mode)
+	for _, n := range imp.notes {
+		fmt.Fprintln(e.stderr, "note: "+n)
+	}
+	if len(imp.names) == 0 {
+		return fmt.Errorf("%s: no MCP servers to import into %s", from, path)
 	}
 	out, err := mergeServers(base, imp)
 	if err != nil {

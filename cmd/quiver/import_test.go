@@ -144,7 +144,7 @@ func TestImportRoundTrips(t *testing.T) {
 	}
 	// Importing again refuses, and writes nothing.
 	imp, _ := importServers("claude_desktop_config.json", []byte(desktopJSON))
-	if _, err := mergeServers([]byte(src), imp); err == nil || !strings.Contains(err.Error(), "github, desktop_files, db, postgres, search_cli, cursorsse already exist") {
+	if _, err := mergeServers([]byte(src), imp); err == nil || !strings.Contains(err.Error(), "github, desktop_files, db, postgres, search_cli, cursorsse already exist; nothing was written (--skip leaves them out, --rename imports them under new names)") {
 		t.Errorf("second import: %v", err)
 	}
 }
@@ -338,5 +338,55 @@ func TestMergeAllowedDirs(t *testing.T) {
 	}
 	if _, err := mergeAllowedDirs([]byte("fence: {allowed_dirs: [/x]}\n"), dirs); err == nil || !strings.Contains(err.Error(), "write it as one") {
 		t.Errorf("a flow fence: %v", err)
+	}
+}
+
+// TestImportNameClash: a name servers.yaml has already stops --write,
+// which says how to go on; --skip leaves that server out, --rename
+// imports it as NAME_2 (issue 29).
+func TestImportNameClash(t *testing.T) {
+	dir := t.TempDir()
+	host := filepath.Join(dir, "claude_desktop_config.json")
+	os.WriteFile(host, []byte(`{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+		"notes": {"command": "notes-mcp"}}}`), 0o600)
+	base := "servers:\n  memory:\n    command: my-memory\n"
+	for _, tc := range []struct {
+		flag    string
+		code    int
+		servers []string
+		say     string
+	}{
+		{"", exitFailure, []string{"memory"}, "servers memory already exist; nothing was written (--skip leaves them out, --rename imports them under new names)"},
+		{"--skip", exitOK, []string{"memory", "notes"}, `note: server "memory" is in servers.yaml already; skipped (--skip)`},
+		{"--rename", exitOK, []string{"memory", "memory_2", "notes"}, `note: server "memory" is in servers.yaml already; this one is imported as "memory_2" (--rename)`},
+	} {
+		target := filepath.Join(t.TempDir(), "servers.yaml")
+		os.WriteFile(target, []byte(base), 0o600)
+		args := []string{"import", "--from", host, "--write", "--config", target}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		code, out, errOut := runEnv(noEnv, args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.say) {
+			t.Errorf("import %s: exit %d, want %d saying %q\n%s%s", tc.flag, code, tc.code, tc.say, out, errOut)
+		}
+		cfg, err := registry.LoadConfig(target)
+		if err != nil {
+			t.Fatalf("import %s: %v", tc.flag, err)
+		}
+		var names []string
+		for _, s := range cfg.Servers {
+			names = append(names, s.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.servers) {
+			t.Errorf("import %s: servers %v, want %v", tc.flag, names, tc.servers)
+		}
+		if m, _ := cfg.Server("memory"); m.Command != "my-memory" {
+			t.Errorf("import %s changed the server already there: %+v", tc.flag, m)
+		}
+	}
+	if code, _, errOut := runEnv(noEnv, "import", "--from", host, "--skip"); code != exitUsage || !strings.Contains(errOut, "add --write") {
+		t.Errorf("--skip without --write: exit %d\n%s", code, errOut)
 	}
 }

@@ -41,9 +41,9 @@ type imported struct {
 	entries map[string]*yaml.Node
 	notes   []string
 	vars    []string // variables the user must set
-	// allowedDirs are folders the host let a server use (server-filesystem's
+	// dirs are the folders the host let each server use (server-filesystem's
 	// arguments), for fence.allowed_dirs.
-	allowedDirs []string
+	dirs map[string][]string
 }
 
 // errNoServerList is a host file without MCP servers: VS Code's
@@ -191,11 +191,10 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 				// the fence does too, and a relative path is read against
 				// them as the server reads it.
 				add("path_base", str(registry.PathBaseRoots))
-				for _, d := range dirs {
-					if !slices.Contains(imp.allowedDirs, d) {
-						imp.allowedDirs = append(imp.allowedDirs, d)
-					}
+				if imp.dirs == nil {
+					imp.dirs = map[string][]string{}
 				}
+				imp.dirs[name] = dirs
 				imp.notes = append(imp.notes, fmt.Sprintf("server %q: its folders %s go to fence.allowed_dirs, as the host let the model use them; path_base: roots", name, strings.Join(dirs, ", ")))
 			}
 		}
@@ -241,6 +240,52 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 		return nil, errors.New("it has neither a command nor a url")
 	}
 	return m, nil
+}
+
+// allowedDirs are the folders of the servers imported, once each, for
+// fence.allowed_dirs.
+func (imp *imported) allowedDirs() []string {
+	var out []string
+	for _, n := range imp.names {
+		for _, d := range imp.dirs[n] {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// resolveClashes settles the imported names that servers.yaml has
+// already (existing): "skip" leaves those servers out, "rename" imports
+// them as NAME_2 (or the next number free); "" leaves them, for
+// mergeServers to refuse.
+func (imp *imported) resolveClashes(existing []string, mode string) {
+	taken := func(n string) bool { return slices.Contains(existing, n) || slices.Contains(imp.names, n) }
+	var names []string
+	for _, n := range imp.names {
+		if !slices.Contains(existing, n) || mode == "" {
+			names = append(names, n)
+			continue
+		}
+		if mode == "skip" {
+			imp.notes = append(imp.notes, fmt.Sprintf("server %q is in servers.yaml already; skipped (--skip)", n))
+			delete(imp.entries, n)
+			continue
+		}
+		to := n
+		for i := 2; taken(to); i++ {
+			to = fmt.Sprintf("%s_%d", n, i)
+		}
+		imp.notes = append(imp.notes, fmt.Sprintf("server %q is in servers.yaml already; this one is imported as %q (--rename)", n, to))
+		imp.entries[to] = imp.entries[n]
+		if d, ok := imp.dirs[n]; ok {
+			imp.dirs[to] = d
+		}
+		delete(imp.entries, n)
+		names = append(names, to)
+	}
+	imp.names = names
 }
 
 // argSecrets is one argument of a command as servers.yaml gets it, a

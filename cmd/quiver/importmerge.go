@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -18,10 +19,11 @@ import (
 // fenceYAML is the fence block for the folders the imported servers were
 // given, or nil.
 func (imp *imported) fenceYAML() []byte {
-	if len(imp.allowedDirs) == 0 {
+	dirs := imp.allowedDirs()
+	if len(dirs) == 0 {
 		return nil
 	}
-	return []byte("fence:\n  allowed_dirs: " + flowList(imp.allowedDirs) + "\n")
+	return []byte("fence:\n  allowed_dirs: " + flowList(dirs) + "\n")
 }
 
 // flowList is dirs as a YAML flow sequence, each quoted as YAML needs.
@@ -153,7 +155,7 @@ func (imp *imported) yaml() []byte {
 // that everything else in the file (comments, blank lines, layout) stays
 // byte for byte; the result must parse and hold every new server.
 func mergeServers(src []byte, imp *imported) ([]byte, error) {
-	src, err := mergeAllowedDirs(src, imp.allowedDirs)
+	src, err := mergeAllowedDirs(src, imp.allowedDirs())
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func mergeServers(src []byte, imp *imported) ([]byte, error) {
 				}
 			}
 			if len(exist) > 0 {
-				return nil, fmt.Errorf("servers %s already exist; nothing was written (rename or remove them in one of the files)", strings.Join(exist, ", "))
+				return nil, fmt.Errorf("servers %s already exist; nothing was written (--skip leaves them out, --rename imports them under new names)", strings.Join(exist, ", "))
 			}
 			if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 {
 				// "servers: {}": make it a block.
@@ -239,4 +241,13 @@ func mergeServers(src []byte, imp *imported) ([]byte, error) {
 		}
 	}
 	return []byte(out), nil
+}
+
+// serverNames are the names under servers: in a servers.yaml's text.
+func serverNames(src []byte) []string {
+	var doc struct {
+		Servers map[string]any `yaml:"servers"`
+	}
+	_ = yaml.Unmarshal(src, &doc)
+	return slices.Sorted(maps.Keys(doc.Servers))
 }
