@@ -203,7 +203,6 @@ func (v reqView) finish(name string, d gate.Decision, id int64, out forwarded, e
 	return res
 }
 
-// ended records how a started call ended, in the background.
 // maxDetail bounds the text the ledger keeps of why a call failed: enough
 // to read the cause in quiver audit, never a whole result.
 const maxDetail = 500
@@ -244,6 +243,7 @@ func errorText(raw json.RawMessage) string {
 	return b.String()
 }
 
+// ended records how a started call ended, in the background.
 func (s *Server) ended(id int64, o gate.Outcome, detail string) {
 	if s.ledger != nil && id != 0 {
 		s.ledger.RecordEndLater(id, o, detail)

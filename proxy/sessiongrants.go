@@ -43,7 +43,7 @@ func (s *Server) markRun() {
 			return
 		}
 	}
-	s.log.Debug("this run is not recorded in the state dir; another quiver may end its session grants early", "run", s.run)
+	s.log.Warn("this run is not recorded in the state dir: a quiver started beside it will end its session grants, and they will be asked again", "run", s.run)
 }
 
 func (s *Server) unmarkRun() {
