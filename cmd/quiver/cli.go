@@ -178,6 +178,9 @@ func cobraCommand(e *env, name string, c *command) *cobra.Command {
 		Short:              c.summary,
 		DisableFlagParsing: true,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if n := len(args); n > 0 && args[n-1] == "--log-level" {
+				return withPrefix([]string{"debug", "info", "warn", "error"}, toComplete), cobra.ShellCompDirectiveNoFileComp
+			}
 			if strings.HasPrefix(toComplete, "-") {
 				return withPrefix(helpFlags(c), toComplete), cobra.ShellCompDirectiveNoFileComp
 			}

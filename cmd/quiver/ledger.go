@@ -105,8 +105,9 @@ func printable(s string) string {
 
 func approveCmd() *command {
 	return &command{
-		summary: "approve a pending request (for hosts that cannot show approval cards)",
-		usage:   "approve N [--once|--session|--persistent [--expires D]] [--state-dir DIR] [--config PATH]",
+		complete: completePending,
+		summary:  "approve a pending request (for hosts that cannot show approval cards)",
+		usage:    "approve N [--once|--session|--persistent [--expires D]] [--state-dir DIR] [--config PATH]",
 		help: `
 Approves pending request N, which quiver named in a refusal
 (deny.approval_unavailable). With --once (the default) the exact call that
@@ -145,11 +146,44 @@ Run "quiver grants" to see what is granted, "quiver deny N" to refuse.`,
 	}
 }
 
+// completePending offers, as approve's or deny's number, the pending
+// requests' numbers, each with its tool (read from the ledger, never
+// starting anything).
+func completePending(e *env, args []string, toComplete string) []string {
+	var c common
+	fs := newFlags("complete")
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	stateFlags(fs, &c)
+	_ = fs.Parse(args)
+	if fs.NArg() > 0 {
+		return nil // the number is given already
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l, err := openLedger(ctx, e, &c)
+	if err != nil {
+		return nil
+	}
+	defer l.Close()
+	pending, err := l.Approvals(ctx, gate.ApprovalFilter{State: gate.Pending})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range pending {
+		if id := strconv.FormatInt(a.ID, 10); strings.HasPrefix(id, toComplete) {
+			out = append(out, id+"\t"+oneLine(a.Tool, 60))
+		}
+	}
+	return out
+}
+
 func denyCmd() *command {
 	return &command{
-		summary: "refuse a pending request",
-		usage:   "deny N [--state-dir DIR] [--config PATH]",
-		help:    "Refuses pending request N; the model is told the user declined if it calls again.",
+		complete: completePending,
+		summary:  "refuse a pending request",
+		usage:    "deny N [--state-dir DIR] [--config PATH]",
+		help:     "Refuses pending request N; the model is told the user declined if it calls again.",
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
 			fs := newFlags("deny")

@@ -373,3 +373,27 @@ func TestRevokeAnUnknownGrant(t *testing.T) {
 		t.Errorf("grants --revoke 999: exit %d\n%q\nwant %q", code, errOut, want)
 	}
 }
+
+// TestCompletionOffersPendingNumbersAndLevels: completing approve's or
+// deny's number offers the pending requests, with their tools; completing
+// --log-level offers the levels (issue 29).
+func TestCompletionOffersPendingNumbersAndLevels(t *testing.T) {
+	lc := newLedgerCLI(t)
+	id := lc.fileDecoy()
+	getenv := func(k string) string {
+		if k == "QUIVER_STATE_DIR" {
+			return lc.state
+		}
+		return lc.vars[k]
+	}
+	for _, cmd := range []string{"approve", "deny"} {
+		code, out, errOut := runEnv(getenv, "__complete", cmd, "")
+		if want := strconv.FormatInt(id, 10) + "\tfs__write_file\n"; code != exitOK || !strings.HasPrefix(out, want) {
+			t.Errorf("completing %s: exit %d\n%s%s\nwant it to start %q", cmd, code, out, errOut, want)
+		}
+	}
+	code, out, _ := runEnv(getenv, "__complete", "serve", "--log-level", "")
+	if code != exitOK || !strings.HasPrefix(out, "debug\ninfo\nwarn\nerror\n") {
+		t.Errorf("completing --log-level: exit %d\n%s", code, out)
+	}
+}
