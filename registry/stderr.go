@@ -78,6 +78,16 @@ func (l *lineLogger) lastWords(wait time.Duration) string {
 	}
 }
 
+// chatter reports whether a child's stderr line is a package manager's
+// aside rather than the server's account of what went wrong: npm's "new
+// version available" notice and its warnings come after the 404 that
+// says the package does not exist, and would push it out of the last
+// words a failed start quotes (issue 29). They are still logged.
+func chatter(line string) bool {
+	l := strings.ToLower(strings.TrimSpace(line))
+	return strings.HasPrefix(l, "npm notice") || strings.HasPrefix(l, "npm warn")
+}
+
 // RootsUnavailable is what quiver answers a server's roots/list with when
 // no host can give roots: none is connected yet (servers start first), or
 // the host has no roots. A server that logs the answer is told the usual,
@@ -225,7 +235,7 @@ func (l *lineLogger) emit(text string) {
 		}
 		if line != "" {
 			l.log.Info("stderr: " + line)
-			if strings.TrimSpace(line) != "" {
+			if strings.TrimSpace(line) != "" && !chatter(line) {
 				if len(line) > tailLineLen {
 					line = line[:tailLineLen] + "…"
 				}
