@@ -248,6 +248,11 @@ func (h *Handler) routes() {
 	// not replace the real one.
 	h.mux.HandleFunc("POST /session/key", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	h.mux.Handle("GET /static/", http.FileServerFS(staticFS()))
+	// Browsers ask for /favicon.ico whatever the page links; a 404 there
+	// was the one error every page load logged in the console.
+	h.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, staticFS(), "static/favicon.svg")
+	})
 }
 
 // ServeHTTP checks the door, then serves the page.

@@ -281,6 +281,9 @@ func TestDecisionChangesLedger(t *testing.T) {
 func TestPagesRenderTheirData(t *testing.T) {
 	f := newFixture(t)
 	c := f.client()
+	if _, err := f.d.l.AddGrant(context.Background(), gate.Grant{Scope: gate.ScopeTool, Tool: "ex__notes_add", Lifetime: gate.ForSession, Session: "sess-1"}); err != nil {
+		t.Fatal(err)
+	}
 	for path, wants := range map[string][]string{
 		"/approvals": {"Request " + itoa(f.ask.ID) + ": ex__notes_add", "a call is waiting", "/srv/secret/plan.txt", "outside the allowed folders",
 			"Allow once", "Allow for this session", "Deny", `name="csrf" value=""`, "[redacted:TOKEN]"},
@@ -288,7 +291,8 @@ func TestPagesRenderTheirData(t *testing.T) {
 		"/search?q=add+a+note": {"ex__notes_add", "1.234", "name: add, note", "A good match", "ex (0.500): ex__notes_list", "not bound"},
 		"/audit":               {"ex__notes_add", "ask.outside_fence", "deny.withheld", "requested", "decided", "approved", "started", "ended", "ok"},
 		"/audit?verdict=deny":  {"deny.withheld"},
-		"/grants":              {"/srv/shared", "read_outside_fence", "until revoked", "Revoke"},
+		// A session grant ends with its session, not "until revoked" (issue 29).
+		"/grants": {"/srv/shared", "read_outside_fence", "until revoked", "Revoke", "ex__notes_add</td>\n<td>session</td><td class=\"session\">sess-1</td><td>when its session ends"},
 	} {
 		page := f.get(c, path)
 		for _, w := range wants {
@@ -307,6 +311,10 @@ func TestPagesRenderTheirData(t *testing.T) {
 		t.Errorf("the filter box let another tool through")
 	}
 	f.do(c, "GET", "/audit?since=yesterday", nil, nil, http.StatusBadRequest)
+	// Days, as people write them first (issue 29).
+	if page := f.get(c, "/audit?since=1d"); !strings.Contains(page, "ask.outside_fence") {
+		t.Errorf("since=1d must show the calls of the last day:\n%s", page)
+	}
 }
 
 // TestSearchPageRunsTheModelsSearch: the page's search is the one a model
@@ -488,4 +496,19 @@ func wrongCSRF(csrf string) string {
 		return "1" + csrf[1:]
 	}
 	return "0" + csrf[1:]
+}
+
+// TestFavicon: the pages link an icon, and /favicon.ico, which browsers
+// ask for anyway, is served rather than a 404 (issue 29).
+func TestFavicon(t *testing.T) {
+	f := newFixture(t)
+	c := f.client()
+	if page := f.get(c, "/approvals"); !strings.Contains(page, `<link rel="icon" href="/static/favicon.svg"`) {
+		t.Errorf("the page links no icon:\n%s", page)
+	}
+	for _, path := range []string{"/favicon.ico", "/static/favicon.svg"} {
+		if icon := f.get(c, path); !strings.HasPrefix(icon, "<svg") {
+			t.Errorf("%s: %q", path, icon)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/index"
+	"github.com/quiver-mcp/quiver/internal/age"
 	"github.com/quiver-mcp/quiver/internal/toolresult"
 	"github.com/quiver-mcp/quiver/registry"
 )
@@ -384,9 +385,9 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request) {
 		Outcomes: []string{string(gate.OutcomeOK), string(gate.OutcomeError), string(gate.OutcomeCancelled), string(gate.OutcomeUnknown)}}
 	aq := gate.AuditQuery{Tool: d.Tool, Verdict: d.Verdict, Outcome: gate.Outcome(d.Outcome), Limit: 500}
 	if d.Since != "" {
-		since, err := time.ParseDuration(d.Since)
-		if err != nil || since <= 0 {
-			h.fail(w, http.StatusBadRequest, fmt.Errorf("%w: since %q: want a duration such as 30m, 1h or 24h", errBadForm, d.Since))
+		since, err := age.Parse(d.Since)
+		if err != nil {
+			h.fail(w, http.StatusBadRequest, fmt.Errorf("%w: since %w", errBadForm, err))
 			return
 		}
 		aq.Since = time.Now().Add(-since)
@@ -435,11 +436,11 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := l.RevokeGrant(r.Context(), id); err != nil {
-		code := http.StatusInternalServerError
 		if errors.Is(err, gate.ErrNotFound) {
-			code = http.StatusNotFound
+			h.fail(w, http.StatusNotFound, fmt.Errorf("there is no grant %d in force: it was revoked or ended already, or never existed", id))
+			return
 		}
-		h.fail(w, code, fmt.Errorf("revoke grant %d: %w", id, err))
+		h.fail(w, http.StatusInternalServerError, fmt.Errorf("revoke grant %d: %w", id, err))
 		return
 	}
 	h.log.Info("operator page revoked a grant", "grant", id)

@@ -37,7 +37,9 @@ func bytepathResults() map[string]*mcp.CallToolResult {
 		"leaks": {Content: []mcp.Content{mcp.NewTextContent("key " + bytepathToken + " and " + testToken)},
 			RawStructuredContent: json.RawMessage(`{"z":"` + bytepathToken + `","a":"` + testToken + `"}`)},
 		"fails": {IsError: true, Content: []mcp.Content{mcp.NewTextContent("it failed")}},
-		"big":   {Content: []mcp.Content{mcp.NewTextContent(strings.Repeat("0123456789abcdef ", 1024))}},
+		"fails_why": {IsError: true, Content: []mcp.Content{mcp.NewTextContent("the key " + bytepathToken + " was refused:\n" +
+			strings.Repeat("a long reason ", 100))}},
+		"big": {Content: []mcp.Content{mcp.NewTextContent(strings.Repeat("0123456789abcdef ", 1024))}},
 	}
 }
 
@@ -254,12 +256,13 @@ func TestBytePathStillCuts(t *testing.T) {
 
 // TestBytePathLedger: the ledger records a call whose result went as bytes
 // exactly as one whose result was decoded (an in-process host has no exit,
-// so its results take the struct path).
+// so its results take the struct path), and a failed call's detail is the
+// server's error text, redacted and bounded (issue 29).
 func TestBytePathLedger(t *testing.T) {
 	s := bytepathServer(t)
 	h := newStdioHost(t, s)
 	c := connectInProcess(t, s)
-	for _, tool := range []string{"shaped", "fails"} {
+	for _, tool := range []string{"shaped", "fails", "fails_why"} {
 		h.call(t, "tools/call", callParams(tool))
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "ds__" + tool
@@ -280,7 +283,7 @@ func TestBytePathLedger(t *testing.T) {
 				ended++
 			}
 		}
-		if ended == 4 || time.Now().After(deadline) {
+		if ended == 6 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -295,15 +298,21 @@ func TestBytePathLedger(t *testing.T) {
 		seen[record{e.Tool, e.Verdict, e.Code, e.Outcome, e.Detail}]++
 	}
 	for r, n := range seen {
-		want := gate.OutcomeOK
-		if r.tool == "ds__fails" {
-			want = gate.OutcomeError
+		want, detail := gate.OutcomeOK, ""
+		switch r.tool {
+		case "ds__fails":
+			want, detail = gate.OutcomeError, "it failed"
+		case "ds__fails_why":
+			want, detail = gate.OutcomeError, "the key [redacted:QUIVER_BYTEPATH_TOKEN] was refused: a long reason"
 		}
-		if n != 2 || r.outcome != want || r.verdict != "allow" {
-			t.Errorf("%+v recorded %d times (want twice, outcome %s): every record %+v", r, n, want, calls)
+		if n != 2 || r.outcome != want || r.verdict != "allow" || !strings.HasPrefix(r.detail, detail) || len(r.detail) > maxDetail+len("…") {
+			t.Errorf("%+v recorded %d times (want twice, outcome %s, detail %q, at most %d bytes): every record %+v", r, n, want, detail, maxDetail, calls)
+		}
+		if strings.Contains(r.detail, bytepathToken) {
+			t.Errorf("the ledger keeps the secret: %q", r.detail)
 		}
 	}
-	if len(seen) != 2 {
+	if len(seen) != 3 {
 		t.Errorf("want one record shape per tool, got %v", seen)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -236,31 +238,33 @@ func (v reqView) finish(ctx context.Context, name string, d gate.Decision, id in
 	if err != nil {
 		reason := v.redacted(err.Error())
 		s.log.Warn("call failed", "session", ss.id, "tool", name, "code", d.Code, "err", reason)
-		code, outcome := gate.CodeDownstream, gate.OutcomeError
-		switch {
-		case errors.Is(err, registry.ErrServerDown):
-			code = gate.CodeServerDown
+		code, outcome := failureCode(err), gate.OutcomeError
+		switch code {
+		case gate.CodeServerDown:
 			if d.Class != gate.ClassRead {
 				// It may have run: say so, and never retry it.
 				outcome = gate.OutcomeUnknown
 			}
-		case errors.Is(err, context.DeadlineExceeded):
-			code, outcome = gate.CodeTimeout, gate.OutcomeUnknown
-		case errors.Is(err, context.Canceled):
-			code, outcome = gate.CodeCancelled, gate.OutcomeCancelled
+		case gate.CodeTimeout:
+			outcome = gate.OutcomeUnknown
+		case gate.CodeCancelled:
+			outcome = gate.OutcomeCancelled
 		}
-		s.ended(id, outcome, code)
+		s.ended(id, outcome, boundDetail(code+": "+reason))
 		noteCode(ctx, code)
 		if outcome == gate.OutcomeUnknown {
 			reason += "; it may or may not have taken effect: check before calling it again"
 		}
 		return builtin.Refusal(code, reason)
 	}
-	outcome := gate.OutcomeOK
+	outcome, detail := gate.OutcomeOK, ""
 	if res.IsError {
-		outcome = gate.OutcomeError
+		// Why it failed, in the server's words: read from what the server
+		// sent, so that a result that leaves as bytes (bytepath.go) is
+		// recorded as a decoded one is.
+		outcome, detail = gate.OutcomeError, boundDetail(v.redacted(errorText(out.raw)))
 	}
-	s.ended(id, outcome, "")
+	s.ended(id, outcome, detail)
 	// Every call passes here: a logger With its attributes cost three
 	// allocations a call even with debug off.
 	if s.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -282,6 +286,46 @@ func failureCode(err error) string {
 		return gate.CodeCancelled
 	}
 	return gate.CodeDownstream
+}
+
+// maxDetail bounds the text the ledger keeps of why a call failed: enough
+// to read the cause in quiver audit, never a whole result.
+const maxDetail = 500
+
+// boundDetail cuts text, already redacted, to maxDetail bytes on a
+// character boundary, on one line.
+func boundDetail(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if len(text) <= maxDetail {
+		return text
+	}
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
+
+// errorText is the text of a tools/call result as the server sent it: its
+// text contents joined with nothing between them, so that a secret split
+// across two of them is whole for the redactor (as redactAcross sees it).
+func errorText(raw json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		if c.Type == mcp.ContentTypeText {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
 }
 
 // ended records how a started call ended, in the background.

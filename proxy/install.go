@@ -207,6 +207,9 @@ func (s *Server) install(cat *registry.Catalog) {
 	for _, b := range s.builtinsFor(cfg) {
 		serverTools = append(serverTools, server.ServerTool{Tool: b, Handler: s.handleBuiltin})
 	}
+	// Never listed (the surface names it nowhere); awaitTool sends calls
+	// of unknown names to it (startup.go).
+	serverTools = append(serverTools, server.ServerTool{Tool: mcp.NewTool(unknownTool), Handler: s.handleUnknown})
 	st := &snapshot{cat: cat, ix: ix, tools: tools, settings: set}
 	st.refs.Store(1) // the server's, until the next install replaces it
 	old := s.state.Swap(st)

@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/quiver-mcp/quiver/registry"
 )
 
 // A downstream server asks its client three things: sampling/createMessage,
@@ -242,7 +244,13 @@ func (p peer) redact(req mcp.InputRequest) (mcp.InputRequest, bool) {
 }
 
 func (p peer) fail(method string, err error) error {
-	p.r.s.log.Log(context.Background(), notRelayedLevel(method, err), "downstream request not relayed", "server", p.server, "method", method, "err", err)
+	level := notRelayedLevel(method, err)
+	p.r.s.log.Log(context.Background(), level, "downstream request not relayed", "server", p.server, "method", method, "err", err)
+	if method == string(mcp.MethodListRoots) && level == slog.LevelDebug {
+		// Words the server's stderr logger knows (registry.RootsUnavailable):
+		// a server that logs this answer is not logged at every start.
+		return fmt.Errorf("quiver: %s: %s (%w)", method, registry.RootsUnavailable, err)
+	}
 	return fmt.Errorf("quiver: %s: %w", method, err)
 }
 

@@ -204,6 +204,8 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		workDir:  workDir,
 	}
 	s.relay, s.pass = newRelay(s), newMirror(s)
+	s.markRun()
+	s.endStaleSessionGrants()
 	s.transparent = cfg.Surface.Reveal == registry.RevealDirect && len(cfg.Servers) == 1 && cfg.Servers[0].Prefix == ""
 	s.pending.Store(set)
 	if ledger != nil {
@@ -254,6 +256,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		s.relay.unregister(cs.SessionID())
 		if ss != nil {
 			s.expireApprovals(ss)
+			s.endSessionGrants(ss)
 		}
 	})
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) { s.awaitTool(ctx, req) })
@@ -361,7 +364,9 @@ func (s *Server) Close() error {
 		// nobody answered can no longer be retried.
 		for _, ss := range s.allSessions() {
 			s.expireApprovals(ss)
+			s.endSessionGrants(ss)
 		}
+		s.unmarkRun()
 		err = errors.Join(err, s.ledger.Close())
 	}
 	return err

@@ -2,7 +2,10 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -58,6 +61,80 @@ policy:
 	}
 
 	second := start()
+	// Nor is it listed as in force once its session ended (issue 29).
+	if live := liveSessionGrants(t, second.s.ledger); len(live) != 0 {
+		t.Fatalf("an ended session's grant is still listed as in force: %+v", live)
+	}
 	t.Cleanup(func() { _ = second.s.Close() })
 	wantCode(t, second.connect("stdio").call("ex__notes_add", map[string]any{"title": "z"}), gate.CodeApprovalUnavailable)
+}
+
+func liveSessionGrants(t *testing.T, l *gate.Ledger) []gate.Grant {
+	t.Helper()
+	grants, err := l.Grants(context.Background(), gate.GrantFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []gate.Grant
+	for _, g := range grants {
+		if g.Lifetime == gate.ForSession {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// TestSessionGrantsEndWithTheirSession: a session grant is revoked when its
+// session ends, and when quiver starts, those of every run that is no
+// longer running (a quiver that was killed ended none of its sessions);
+// those of a run still running beside it, and persistent grants, stay
+// (issue 29).
+func TestSessionGrantsEndWithTheirSession(t *testing.T) {
+	dir := t.TempDir()
+	l, err := gate.OpenLedger(context.Background(), filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(session string, life gate.Lifetime) {
+		if _, err := l.AddGrant(context.Background(), gate.Grant{Scope: gate.ScopeTool, Tool: "ex__notes_add", Lifetime: life, Session: session}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("stdio@deadrun0", gate.ForSession) // a run that left no record: killed, or older than this
+	add("stdio@liverun0", gate.ForSession) // a run still running
+	add("stdio@goneRun0", gate.ForSession) // a run whose process is gone
+	add("", gate.Persistent)
+	l.Close()
+	os.MkdirAll(filepath.Join(dir, "runs"), 0o700)
+	os.WriteFile(filepath.Join(dir, "runs", "liverun0.json"), []byte(fmt.Sprintf(`{"pid":%d}`, os.Getpid())), 0o600)
+	os.WriteFile(filepath.Join(dir, "runs", "goneRun0.json"), []byte(`{"pid":2147483646}`), 0o600)
+
+	cfg, err := registry.ParseConfig("test.yaml", []byte(rigServer), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	s.install(registry.NewCatalog(1, rigTools()...))
+	live := liveSessionGrants(t, s.ledger)
+	if len(live) != 1 || live[0].Session != "stdio@liverun0" {
+		t.Fatalf("after start, the session grants in force are %+v; want only the running run's", live)
+	}
+	if all, _ := s.ledger.Grants(context.Background(), gate.GrantFilter{}); len(all) != 2 {
+		t.Fatalf("the persistent grant must stay: %+v", all)
+	}
+
+	// A session of this run ends: its grant ends with it.
+	r := &rig{t: t, s: s}
+	r.connect("host-a").list()
+	if _, err := s.ledger.AddGrant(context.Background(), gate.Grant{Scope: gate.ScopeTool, Tool: "ex__notes_add", Lifetime: gate.ForSession, Session: "host-a@" + s.run}); err != nil {
+		t.Fatal(err)
+	}
+	s.mcp.UnregisterSession(context.Background(), "host-a")
+	if live := liveSessionGrants(t, s.ledger); len(live) != 1 || live[0].Session != "stdio@liverun0" {
+		t.Fatalf("after its session ended, the session grants in force are %+v", live)
+	}
 }

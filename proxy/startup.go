@@ -70,6 +70,11 @@ func (v reqView) notUp() []builtin.PendingServer {
 // configured server that is still starting is not registered yet, and
 // mcp-go would answer "tool not found" (-32602). It waits, up to
 // surface.search_wait, for the tool to appear or its server to settle.
+// A name still unknown then is sent to unknownTool, so that a plain
+// tools/call of a misspelled name gets what call_tool gets: the gate's
+// deny.unknown_tool with the closest names, recorded in the ledger
+// (mcp-go looks the name up before any middleware runs; this hook is the
+// one place before that lookup, and it holds the request by pointer).
 func (s *Server) awaitTool(ctx context.Context, req *mcp.CallToolRequest) {
 	name := req.Params.Name
 	// No session: this hook only waits, and must not create one.
@@ -81,16 +86,51 @@ func (s *Server) awaitTool(ctx context.Context, req *mcp.CallToolRequest) {
 	if _, ok := v.tools[name]; ok {
 		return
 	}
-	srv, ok := v.cfg.ServerFor(name)
-	if !ok {
-		return
+	if srv, ok := v.cfg.ServerFor(name); ok {
+		if sv, ok := v.cat.Status(srv.Name); ok && sv.State == registry.StateStarting {
+			v = v.awaitStartup(ctx, func(st *snapshot) bool {
+				_, ok := st.tools[name]
+				sv, _ := st.cat.Status(srv.Name)
+				return ok || sv.State != registry.StateStarting
+			})
+			if _, ok := v.tools[name]; ok {
+				return
+			}
+		}
 	}
-	if sv, ok := v.cat.Status(srv.Name); !ok || sv.State != registry.StateStarting {
-		return
+	toUnknownTool(req)
+}
+
+// unknownTool is the registered, never listed tool that a call of an
+// unknown name is sent to. A dot never occurs in an exposed tool name, so
+// no downstream tool can take it; a host that calls it by name is sent to
+// it as an unknown name too, and is told there is no tool of that name.
+const unknownTool = "quiver.unknown_tool"
+
+// unknownNameMeta carries the name the host called from awaitTool to
+// handleUnknown. awaitTool sets it on every call it sends there, so a
+// host's own value under this key never arrives.
+const unknownNameMeta = "quiver/unknown_name"
+
+func toUnknownTool(req *mcp.CallToolRequest) {
+	if req.Params.Meta == nil {
+		req.Params.Meta = &mcp.Meta{}
 	}
-	v = v.awaitStartup(ctx, func(st *snapshot) bool {
-		_, ok := st.tools[name]
-		sv, _ := st.cat.Status(srv.Name)
-		return ok || sv.State != registry.StateStarting
-	})
+	if req.Params.Meta.AdditionalFields == nil {
+		req.Params.Meta.AdditionalFields = map[string]any{}
+	}
+	req.Params.Meta.AdditionalFields[unknownNameMeta] = req.Params.Name
+	req.Params.Name = unknownTool
+}
+
+// handleUnknown runs a call of an unknown name through dispatch under the
+// name the host called, where the gate refuses it.
+func (s *Server) handleUnknown(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := ""
+	if m := req.Params.Meta; m != nil {
+		name, _ = m.AdditionalFields[unknownNameMeta].(string)
+		delete(m.AdditionalFields, unknownNameMeta)
+	}
+	req.Params.Name = name
+	return s.handleDirect(ctx, req)
 }

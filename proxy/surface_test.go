@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiver-mcp/quiver/gate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -491,5 +494,34 @@ func TestExpiredBindingSaysItExpired(t *testing.T) {
 	res = c.call("ex__calendar_events", map[string]any{})
 	if !strings.Contains(res.text(), "expired after 3 turns") {
 		t.Errorf("after another search: %s", res.text())
+	}
+}
+
+// TestPlainCallOfUnknownName: a tools/call of a name quiver does not have
+// is answered as call_tool answers it, deny.unknown_tool with the closest
+// names, and recorded; not with mcp-go's -32602 "tool not found" (issue
+// 29). The name the unknown calls are routed through is itself unknown.
+func TestPlainCallOfUnknownName(t *testing.T) {
+	r := newRig(t, rigConfig, rigTools()...)
+	c := r.connect("a")
+	plain := c.call("ex__notes_serch", map[string]any{"title": "x"})
+	wantCode(t, plain, "deny.unknown_tool")
+	viaCallTool := c.call("call_tool", map[string]any{"name": "ex__notes_serch", "arguments": map[string]any{"title": "x"}})
+	if plain.text() != viaCallTool.text() || !strings.Contains(plain.text(), "Closest names: ex__notes_search") {
+		t.Fatalf("a plain call answers\n%s\ncall_tool answers\n%s", plain.text(), viaCallTool.text())
+	}
+	wantCode(t, c.call(unknownTool, map[string]any{}), "deny.unknown_tool")
+	if got := c.call(unknownTool, map[string]any{}).text(); !strings.Contains(got, `"`+unknownTool+`"`) {
+		t.Fatalf("a call of %s: %s", unknownTool, got)
+	}
+	calls, err := r.s.ledger.Audit(context.Background(), gate.AuditQuery{Tool: "ex__notes_serch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || calls[0].Code != gate.CodeUnknownTool || calls[1].Code != gate.CodeUnknownTool {
+		t.Fatalf("the ledger has %+v, want both calls recorded as %s", calls, gate.CodeUnknownTool)
+	}
+	if l := c.list(); slices.Contains(l, unknownTool) {
+		t.Fatalf("tools/list names %s: %v", unknownTool, l)
 	}
 }

@@ -151,10 +151,19 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			} else {
 				secretArg = afterFlag
 			}
+			if _, pw, _, ok := URLPassword(written); ok && flag == "" && strings.Contains(pw, "${") {
+				// postgresql://me:${DB_PASSWORD}@host: what stands for the
+				// password is a secret, whatever the variable's name.
+				secretArg = func(name, val string) bool { return LooksSecret(name, val) || strings.Contains(pw, "${"+name+"}") }
+			}
 			a, _ = expand(a, secretArg, "args")
 			s.Args = append(s.Args, a)
 			if flag != "" && flagSecret(a) {
 				s.Written.Args[i] = literal(written, flag, a)
+			} else if before, pw, after, ok := URLPassword(written); ok && flag == "" {
+				// postgresql://admin:PW@host written as it is: the password
+				// is a secret, and config effective shows the rest.
+				s.Written.Args[i] = before + literal(pw, "password", pw) + after
 			}
 		}
 		s.Cwd, _ = expand(fs.Cwd, never, "cwd")

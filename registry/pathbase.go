@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/quiver-mcp/quiver/internal/textdist"
 )
 
 // Home is the HOME the server's child sees, against which it expands ~:
@@ -82,6 +84,11 @@ func pathBase(v, home, configPath string) (string, error) {
 	switch {
 	case v == PathBaseRoots, v == PathBaseNone, v == PathBaseCwd:
 		return v, nil
+	case nearKeyword(v) != "":
+		// "root" meant roots far more often than a folder named root
+		// beside servers.yaml; taken as a folder, it fences in silence
+		// against the wrong place.
+		return "", fmt.Errorf("%q is not a path_base keyword: did you mean %s? (a folder of that name beside servers.yaml is written ./%s)", v, nearKeyword(v), v)
 	case strings.TrimSpace(v) == "":
 		return "", errors.New("is empty; give a folder, cwd for a server that resolves paths against the folder it runs in, roots for one that resolves them against its allowed folders, or none for one whose paths are not files here")
 	case strings.HasPrefix(v, "~"):
@@ -108,4 +115,21 @@ func pathBase(v, home, configPath string) (string, error) {
 		return "", fmt.Errorf("%q: %w", v, err)
 	}
 	return abs, nil
+}
+
+// nearKeyword is the path_base keyword v looks like a misspelling of: the
+// same but for case, or one typing mistake away ("root", "cdw"); "" when
+// v is none of that, or is written as a path (a separator, a leading . or
+// ~).
+func nearKeyword(v string) string {
+	if strings.ContainsAny(v, `/\.~`) {
+		return ""
+	}
+	low := strings.ToLower(strings.TrimSpace(v))
+	for _, k := range []string{PathBaseRoots, PathBaseCwd, PathBaseNone} {
+		if low == k || textdist.OSA(low, k) <= 1 {
+			return k
+		}
+	}
+	return ""
 }

@@ -367,6 +367,40 @@ func flagSecret(value string) bool {
 		!strings.HasPrefix(value, "~") && !strings.HasPrefix(value, ".") && !(strings.Contains(value, "://") && !urlPassword.MatchString(value))
 }
 
+// SecretFlag reports whether arg is a flag whose value is a secret
+// (--password, --api-key=X; not --keywords or --token-file), and returns
+// its name as written; FlagSecret whether value, given after such a flag,
+// is the secret itself rather than a path to one. quiver import decides
+// as the config does.
+func SecretFlag(arg string) (string, bool) { return secretFlag(arg) }
+
+// FlagSecret: see SecretFlag.
+func FlagSecret(value string) bool { return flagSecret(value) }
+
+// URLPassword splits s, a url with a password (scheme://user:PW@host…),
+// around the password; ok is false for anything else.
+func URLPassword(s string) (before, pw, after string, ok bool) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return "", "", "", false
+	}
+	rest := s[i+3:]
+	end := len(rest)
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		end = j
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return "", "", "", false
+	}
+	user, pw, found := strings.Cut(rest[:at], ":")
+	if !found || user == "" || pw == "" || strings.ContainsAny(pw, " \t") {
+		return "", "", "", false
+	}
+	start := i + 3 + len(user) + 1
+	return s[:start], pw, s[start+len(pw):], true
+}
+
 // secretFlagEndings and secretFlagWords decide which command-line flags
 // take a secret: the value after --password, --api-key, --client-secret or
 // --token, and the X of --password=X. The test is on the flag's last word

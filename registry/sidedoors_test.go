@@ -261,6 +261,8 @@ func TestPathBase(t *testing.T) {
 		{"command: x\n    path_base: ~/proj", "/home/quiver/proj"},
 		{"command: x\n    path_base: \"~\"", "/home/quiver"},
 		{"command: x\n    path_base: data", "/etc/quiver/data"},
+		{"command: x\n    path_base: ./root", "/etc/quiver/root"},
+		{"command: x\n    path_base: src", "/etc/quiver/src"},
 		{"command: x\n    path_base: ../shared", "/etc/shared"},
 		{"command: x", ""},
 		{"url: https://h/mcp\n    path_base: /srv", "/srv"},
@@ -279,6 +281,12 @@ func TestPathBase(t *testing.T) {
 		{"command: x\n    env: {HOME: \"\"}\n    path_base: ~/x", "has no HOME"},
 		{"url: https://h/mcp\n    path_base: ~/x", "has no HOME"},
 		{"command: x\n    path_base: \" \"", "is empty"},
+		// A word that looks like a keyword is refused, not taken as a
+		// folder beside servers.yaml (issue 29).
+		{"command: x\n    path_base: root", `"root" is not a path_base keyword: did you mean roots? (a folder of that name beside servers.yaml is written ./root)`},
+		{"command: x\n    path_base: Roots", "did you mean roots?"},
+		{"command: x\n    path_base: cdw", "did you mean cwd?"},
+		{"command: x\n    path_base: NONE", "did you mean none?"},
 	} {
 		_, err := ParseConfig("/etc/quiver/servers.yaml", []byte("servers:\n  a:\n    "+tc.entry+"\n"), lookup)
 		line := strings.Count(tc.entry, "\n") + 3
@@ -378,5 +386,29 @@ func TestConfigErrorsQuoteURLsAsWritten(t *testing.T) {
 	_, err := ParseConfig("servers.yaml", []byte("servers:\n  r:\n    url: ${FULL}\n"), testLookup(map[string]string{"FULL": "ftp://me:hunter2pw@h/mcp"}))
 	if err == nil || strings.Contains(err.Error(), "hunter2pw") || !strings.Contains(err.Error(), "${FULL}") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestURLPasswordInArgsIsASecret: a url with a password written literally
+// in args (postgresql://admin:PW@host) is a secret: redacted wherever it
+// shows, and Written (config effective) shows the url without it
+// (issue 29).
+func TestURLPasswordInArgsIsASecret(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, `
+servers:
+  pg:
+    command: server
+    args: ["postgresql://admin:hunter2-pw@localhost/app", "https://example.com/a@b", "postgresql://${U}:${P}@h/db"]
+`, map[string]string{"U": "me", "P": "var-pw-1234"})
+	s, _ := cfg.Server("pg")
+	if w := "postgresql://admin:[redacted:password]@localhost/app https://example.com/a@b postgresql://${U}:${P}@h/db"; strings.Join(s.Written.Args, " ") != w {
+		t.Errorf("Written.Args = %s\nwant          %s", strings.Join(s.Written.Args, " "), w)
+	}
+	if s.Args[0] != "postgresql://admin:hunter2-pw@localhost/app" {
+		t.Errorf("the child must still get the url: %q", s.Args[0])
+	}
+	if red := Redact(strings.Join(s.Args, " "), cfg.Secrets); strings.Contains(red, "hunter2-pw") || strings.Contains(red, "var-pw-1234") {
+		t.Errorf("the args as redacted: %s", red)
 	}
 }

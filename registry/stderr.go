@@ -78,6 +78,22 @@ func (l *lineLogger) lastWords(wait time.Duration) string {
 	}
 }
 
+// chatter reports whether a child's stderr line is a package manager's
+// aside rather than the server's account of what went wrong: npm's "new
+// version available" notice and its warnings come after the 404 that
+// says the package does not exist, and would push it out of the last
+// words a failed start quotes (issue 29). They are still logged.
+func chatter(line string) bool {
+	l := strings.ToLower(strings.TrimSpace(line))
+	return strings.HasPrefix(l, "npm notice") || strings.HasPrefix(l, "npm warn")
+}
+
+// RootsUnavailable is what quiver answers a server's roots/list with when
+// no host can give roots: none is connected yet (servers start first), or
+// the host has no roots. A server that logs the answer is told the usual,
+// so its stderr line saying so is logged at DEBUG, not at every start.
+const RootsUnavailable = "no host gives roots now; keep the folders you were given"
+
 const (
 	partialLineWait = 500 * time.Millisecond
 	// maxStderrPiece is the longest piece of a line without a newline that
@@ -210,9 +226,16 @@ func (l *lineLogger) emit(text string) {
 		if i := strings.Index(line, "-----BEGIN "); i >= 0 && strings.Contains(line[i:], "PRIVATE KEY-----") {
 			line, l.inKey = line[:i]+"[redacted:private-key]", 1
 		}
+		if strings.Contains(line, RootsUnavailable) {
+			// The server quoting quiver's own answer to its roots/list
+			// (server-filesystem does, at every start): normal, and not
+			// what went wrong if the server fails.
+			l.log.Debug("stderr: " + line)
+			continue
+		}
 		if line != "" {
 			l.log.Info("stderr: " + line)
-			if strings.TrimSpace(line) != "" {
+			if strings.TrimSpace(line) != "" && !chatter(line) {
 				if len(line) > tailLineLen {
 					line = line[:tailLineLen] + "…"
 				}

@@ -232,3 +232,24 @@ func BenchmarkStderr(b *testing.B) {
 		}
 	})
 }
+
+// TestStderrLastWordsSkipNpmChatter: the last words of a failed npx start
+// are npm's error lines (the 404 naming the package), not the "new version
+// available" notice printed after them; the notice is still logged
+// (issue 29).
+func TestStderrLastWordsSkipNpmChatter(t *testing.T) {
+	t.Parallel()
+	l, sink := newTestLineLogger(nil, 10*time.Millisecond)
+	l.Write([]byte("npm error code E404\n" +
+		"npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-filesytem - Not found\n" +
+		"npm notice\nnpm notice New major version of npm available! 10.9.2 -> 11.6.0\n" +
+		"npm notice Changelog: https://github.com/npm/cli/releases/tag/v11.6.0\nnpm notice To update run: npm install -g npm@11.6.0\nnpm notice\n" +
+		"npm warn exec The following package was not found and will be installed\n"))
+	words := l.lastWords(time.Second)
+	if !strings.Contains(words, "npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-filesytem") || strings.Contains(words, "notice") || strings.Contains(words, "npm warn") {
+		t.Errorf("last words %q; want npm's error lines, without its notices", words)
+	}
+	if !strings.Contains(logged(sink), "npm notice New major version") {
+		t.Errorf("the notice must still be logged:\n%s", logged(sink))
+	}
+}

@@ -65,6 +65,19 @@ func CheckToolName(cfg *Config, cat *Catalog, name string) NameCheck {
 // name (of server srv, unless srv is ""), when one is close enough to be
 // a typo, else "".
 func didYouMean(name string, cat *Catalog, srv string) string {
+	// A tool's own name, as its server calls it, without the prefix quiver
+	// gives it ("write_file" for files__write_file): every server's tool
+	// of that name.
+	var own []string
+	for _, t := range cat.Tools {
+		if (srv == "" || t.Server == srv) && (t.Name == name || strings.HasSuffix(t.Exposed, "__"+name)) {
+			own = append(own, t.Exposed)
+		}
+	}
+	if len(own) > 0 {
+		slices.Sort(own)
+		return fmt.Sprintf("; did you mean %s? (quiver names each tool with its server's prefix)", strings.Join(own, " or "))
+	}
 	best, bestD := "", len(name)/3+1
 	for _, t := range cat.Tools {
 		if srv != "" && t.Server != srv {

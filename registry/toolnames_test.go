@@ -68,3 +68,24 @@ func TestTypoInTogglesIsAProblem(t *testing.T) {
 		t.Errorf("a__echo exists:\n%s", got)
 	}
 }
+
+// TestCheckToolNameWithoutPrefix: a tool's own name, without the prefix
+// quiver gives it, is answered with the prefixed names (issue 29:
+// "tools disable write_file" suggested nothing).
+func TestCheckToolNameWithoutPrefix(t *testing.T) {
+	t.Parallel()
+	cfg, err := ParseConfig("servers.yaml", []byte("servers:\n  files:\n    command: x\n  backup:\n    command: y\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := NewCatalog(1,
+		Tool{Server: "files", Name: "write_file", Exposed: "files__write_file"},
+		Tool{Server: "files", Name: "read_file", Exposed: "files__read_file"},
+		Tool{Server: "backup", Name: "write_file", Exposed: "backup__write_file"},
+	)
+	got := CheckToolName(cfg, cat, "write_file").Problem
+	want := "; did you mean backup__write_file or files__write_file? (quiver names each tool with its server's prefix)"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("write_file: %q; want it to end %q", got, want)
+	}
+}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/quiver-mcp/quiver/internal/textdist"
 )
 
 // The command line is a cobra tree built from commands(): cobra finds the
@@ -36,9 +38,26 @@ func parse(fs *pflag.FlagSet, args []string) error {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			if best := closestFlag(fs, name); best != "" {
+				return fmt.Errorf("%w: %v; did you mean --%s?", errUsage, err, best)
+			}
+		}
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return nil
+}
+
+// closestFlag is the flag of fs one or two typing mistakes from name, if
+// one is.
+func closestFlag(fs *pflag.FlagSet, name string) string {
+	best, bestD := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if d := textdist.OSA(name, f.Name); d < bestD && d < len(f.Name) {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
 }
 
 // parseFlagsOnly parses args for a command that takes no positional
@@ -95,6 +114,12 @@ func cliTree(e *env, cmds map[string]*command) *cobra.Command {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
+	// "quiver --version" is what people try first; it prints what
+	// "quiver version" prints.
+	var v strings.Builder
+	readBuildInfo().write(&v)
+	root.Version = readBuildInfo().Version
+	root.SetVersionTemplate(strings.ReplaceAll(v.String(), "{{", `{{"{{"}}`))
 	cobraHelp := root.HelpFunc()
 	for _, name := range slices.Sorted(maps.Keys(cmds)) {
 		root.AddCommand(cobraCommand(e, name, cmds[name]))
@@ -153,6 +178,9 @@ func cobraCommand(e *env, name string, c *command) *cobra.Command {
 		Short:              c.summary,
 		DisableFlagParsing: true,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if n := len(args); n > 0 && args[n-1] == "--log-level" {
+				return withPrefix([]string{"debug", "info", "warn", "error"}, toComplete), cobra.ShellCompDirectiveNoFileComp
+			}
 			if strings.HasPrefix(toComplete, "-") {
 				return withPrefix(helpFlags(c), toComplete), cobra.ShellCompDirectiveNoFileComp
 			}
@@ -193,7 +221,10 @@ func runCommand(ctx context.Context, e *env, name string, c *command, args []str
 		printHelp(e.stdout, c)
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(e.stderr, "quiver %s: %v\nusage: quiver %s\nRun \"quiver %s --help\" for its flags.\n", name, err, c.usage, name)
+		// The error, the synopsis and where the rest is: never the whole
+		// help, and "usage" once.
+		msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+		fmt.Fprintf(e.stderr, "quiver %s: %s\nusage: quiver %s\nRun \"quiver %s --help\" for its flags.\n", name, msg, c.usage, name)
 		return exitUsage
 	default:
 		fmt.Fprintf(e.stderr, "quiver %s: %v\n", name, err)

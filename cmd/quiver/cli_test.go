@@ -281,3 +281,36 @@ func TestToolNamesAreCheckedAgainstTheRunningQuiver(t *testing.T) {
 		t.Errorf("completing a tool name: exit %d, want example__echo offered\n%s", code, out)
 	}
 }
+
+// TestPathBaseKeywords: config effective shows each server's path_base,
+// and a word that looks like one of its keywords ("root" for roots) is
+// refused with the keyword it resembles, not taken as a folder (issue 29).
+func TestPathBaseKeywords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.yaml")
+	entry := "servers:\n  example:\n    command: quiver\n    args: [example-server]\n    path_base: %s\n"
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(entry, "%s", "roots")), 0o600)
+	code, out := quiverIn(t, dir, "config", "effective", "--config", cfg, "--wait", "20s")
+	if code != exitOK || !strings.Contains(out, "path_base: roots") {
+		t.Fatalf("config effective must show path_base: exit %d\n%s", code, out)
+	}
+	os.WriteFile(cfg, []byte(strings.ReplaceAll(entry, "%s", "root")), 0o600)
+	code, out = quiverIn(t, dir, "config", "effective", "--config", cfg)
+	if code == exitOK || !strings.Contains(out, `servers.yaml:5: servers.example.path_base: "root" is not a path_base keyword: did you mean roots?`) {
+		t.Fatalf("path_base: root must be refused with did you mean roots: exit %d\n%s", code, out)
+	}
+}
+
+// TestAFlagTypoIsOneShortAnswer: a misspelt flag is answered with the
+// flag meant, the synopsis once and where the rest is, not the whole help
+// (issue 29).
+func TestAFlagTypoIsOneShortAnswer(t *testing.T) {
+	code, stdout, stderr := runIn(t, "audit", "--sinc", "1h")
+	want := "quiver audit: unknown flag: --sinc; did you mean --since?\n" +
+		"usage: quiver audit [--since 1h|7d] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]\n" +
+		"Run \"quiver audit --help\" for its flags.\n"
+	if code != exitUsage || stdout != "" || stderr != want {
+		t.Errorf("quiver audit --sinc 1h: exit %d\nstdout %q\nstderr %q\nwant   %q", code, stdout, stderr, want)
+	}
+}

@@ -176,10 +176,13 @@ type effectiveServer struct {
 	Keywords      []string `json:"keywords,omitempty" yaml:"keywords,omitempty"`
 	Timeout       string   `json:"timeout" yaml:"timeout"`
 	ToolsDefault  string   `json:"tools_default" yaml:"tools_default"`
-	State         string   `json:"state" yaml:"state"`
-	Tools         int      `json:"tools" yaml:"tools"`
-	Enabled       int      `json:"enabled" yaml:"enabled"`
-	LastError     string   `json:"last_error,omitempty" yaml:"last_error,omitempty"`
+	// PathBase is how the fence places the server's relative paths: a
+	// folder, roots, cwd or none ("" when it declares none).
+	PathBase  string `json:"path_base,omitempty" yaml:"path_base,omitempty"`
+	State     string `json:"state" yaml:"state"`
+	Tools     int    `json:"tools" yaml:"tools"`
+	Enabled   int    `json:"enabled" yaml:"enabled"`
+	LastError string `json:"last_error,omitempty" yaml:"last_error,omitempty"`
 }
 
 type effectiveTool struct {
@@ -256,7 +259,7 @@ func runConfig(ctx context.Context, e *env, args []string) error {
 	}
 	for _, s := range cfg.Servers {
 		es := effectiveServer{Name: s.Name, Spec: s.Written, Transport: s.Transport, Prefix: s.Prefix,
-			Keywords: s.Keywords, Timeout: s.Timeout.String(), ToolsDefault: "on", Enabled: enabled[s.Name]}
+			Keywords: s.Keywords, Timeout: s.Timeout.String(), ToolsDefault: "on", PathBase: s.PathBase, Enabled: enabled[s.Name]}
 		if s.ToolsOff {
 			es.ToolsDefault = "off"
 		}

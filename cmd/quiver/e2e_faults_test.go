@@ -53,6 +53,22 @@ func TestDoctorReportsADownServer(t *testing.T) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}
 	}
+	// doctor --json says the same to a script, with the same exit (issue 29).
+	out, err = exec.Command(quiverBin, "doctor", "--config", cfg, "--state-dir", dir, "--wait", "10s", "--json").Output()
+	var got doctorJSON
+	if code := exitCode(err); code != exitFailure || json.Unmarshal(out, &got) != nil {
+		t.Fatalf("doctor --json with a down server: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	states := map[string]string{}
+	for _, s := range got.Servers {
+		states[s.Name] = s.State
+		if s.Name == "broken" && !strings.Contains(s.LastError, "/nonexistent/mcp-server") {
+			t.Errorf("doctor --json: the down server's last_error is %q", s.LastError)
+		}
+	}
+	if got.OK || states["example"] != "up" || states["broken"] != "down" || got.Surface.LeanTools != 5 || got.Surface.AllTools == 0 {
+		t.Errorf("doctor --json:\n%s", out)
+	}
 }
 
 // TestDoctorReportsAMisspeltTool: a name in always_on that the server,
@@ -177,10 +193,12 @@ func TestMalformedJSONRPCKeepsTheSession(t *testing.T) {
 		t.Fatalf("initialize after garbage: %v", init)
 	}
 	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	// MCP makes an unknown tool a protocol error (-32602), not a tool result.
+	// An unknown tool is answered as call_tool answers it: a refusal the
+	// model reads, with the closest names, not mcp-go's -32602 (issue 29).
 	unknown := send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
-	if e, _ := unknown["error"].(map[string]any); e == nil || e["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(e["message"]), "no_such_tool") {
-		t.Fatalf("unknown tool: want a -32602 error naming it, got %v", unknown)
+	if r, _ := unknown["result"].(map[string]any); r == nil || r["isError"] != true ||
+		!strings.Contains(fmt.Sprint(r["content"]), `deny.unknown_tool: There is no tool named "no_such_tool".`) {
+		t.Fatalf("unknown tool: want the refusal deny.unknown_tool naming it, got %v", unknown)
 	}
 	list := send(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	if list["result"] == nil {

@@ -252,7 +252,7 @@ func TestPinnedDefinitionsAreHeld(t *testing.T) {
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "rug__echo_note"
-		if _, err := h.c.CallTool(h.ctx(), req); err != nil && strings.Contains(err.Error(), "not found") {
+		if res, err := h.c.CallTool(h.ctx(), req); err == nil && strings.Contains(toolresult.Text(res), "deny.unknown_tool") {
 			break // gone from the catalog
 		}
 		if time.Now().After(deadline) {

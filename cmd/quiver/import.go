@@ -16,7 +16,7 @@ import (
 func importCmd() *command {
 	return &command{
 		summary: "turn a host's MCP server list (Claude Desktop, Claude Code, Cursor, Windsurf, VS Code) into servers.yaml entries",
-		usage:   "import [--from HOST|PATH] [--write] [--config PATH]",
+		usage:   "import [--from HOST|PATH] [--write [--skip|--rename]] [--config PATH]",
 		help: `
 Reads the MCP servers another host runs and prints the equivalent
 servers.yaml entries. Understood: Claude Desktop's claude_desktop_config.json
@@ -27,15 +27,23 @@ Comments and trailing commas (JSONC) are fine.
 
 Secrets stay out of servers.yaml: a literal value in env or headers whose
 key looks secret (TOKEN, KEY, SECRET, PASSWORD, AUTH, CREDENTIAL, COOKIE;
-Authorization) becomes a ${VAR} reference, and a note on stderr says which
-variables to set before starting quiver. Host-specific references become
+Authorization) becomes a ${VAR} reference, and so does one in args (the
+value of such a flag, --api-key=X or --token X; a url's password,
+postgresql://admin:X@host; a url's secret parameter) and any value shaped
+like a credential; a note on stderr says which variables to set before
+starting quiver.
+
+@modelcontextprotocol/server-filesystem's folders (its arguments) are
+added to fence.allowed_dirs, as the host let the model use them without
+asking, and the server gets path_base: roots. Host-specific references become
 quiver's: ${env:X} and ${X:-default} become ${X}, VS Code's ${input:id}
 becomes ${ID}. An entry that runs quiver itself is skipped.
 
 With --write the entries are added to servers.yaml (--config, else the one
 quiver would use; a new one from the built-in default if there is none),
 keeping the file's comments and layout; nothing is written if any name
-already exists there. A running quiver picks the new servers up at once.
+already exists there, unless --skip (leave those servers out) or --rename
+(import them as NAME_2) says what to do. A running quiver picks the new servers up at once.
 
 Flags:
   --from HOST|PATH  the host whose servers to import, from where it keeps
@@ -56,6 +64,8 @@ Flags:
                         Support/Code/User/, Windows %AppData%\Code\User\,
                         Linux ~/.config/Code/User/
   --write           add the entries to servers.yaml instead of printing them
+  --skip            with --write, leave out servers whose names it has
+  --rename          with --write, import those as NAME_2 (the next free)
   --config PATH     the servers.yaml to write to`,
 		run: runImport,
 	}
@@ -69,21 +79,30 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	c.register(fs)
 	fs.StringVar(&from, "from", "claude-desktop", "the host (claude-desktop, claude-code, cursor, windsurf, vscode) or its config file")
 	fs.BoolVar(&write, "write", false, "merge into servers.yaml")
+	var skip, rename bool
+	fs.BoolVar(&skip, "skip", false, "leave out the servers servers.yaml has already")
+	fs.BoolVar(&rename, "rename", false, "import the servers servers.yaml has already under new names")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
+	}
+	if skip && rename {
+		return fmt.Errorf("%w: --skip and --rename: choose one", errUsage)
+	}
+	if (skip || rename) && !write {
+		return fmt.Errorf("%w: --skip and --rename say what --write does with a name servers.yaml has already; add --write", errUsage)
 	}
 	from, imp, err := readHost(from, runtime.GOOS, e.getenv)
 	if err != nil {
 		return err
 	}
-	for _, n := range imp.notes {
-		fmt.Fprintln(e.stderr, "note: "+n)
-	}
-	if len(imp.names) == 0 {
-		return fmt.Errorf("%s: no MCP servers to import", from)
-	}
 	if !write {
-		_, err := e.stdout.Write(imp.yaml())
+		for _, n := range imp.notes {
+			fmt.Fprintln(e.stderr, "note: "+n)
+		}
+		if len(imp.names) == 0 {
+			return fmt.Errorf("%s: no MCP servers to import", from)
+		}
+		_, err := e.stdout.Write(append(imp.yaml(), imp.fenceYAML()...))
 		return err
 	}
 	path := c.serversPath(e)
@@ -103,6 +122,20 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 	} else if err != nil {
 		return err
+	}
+	mode := ""
+	switch {
+	case skip:
+		mode = "skip"
+	case rename:
+		mode = "rename"
+	}
+	imp.resolveClashes(serverNames(base), mode)
+	for _, n := range imp.notes {
+		fmt.Fprintln(e.stderr, "note: "+n)
+	}
+	if len(imp.names) == 0 {
+		return fmt.Errorf("%s: no MCP servers to import into %s", from, path)
 	}
 	out, err := mergeServers(base, imp)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ const desktopJSON = `{
     },
     "quiver": {"command": "/Users/me/bin/quiver", "args": ["serve"]},
     "db": {"command": "db-mcp", "env": {"DATABASE_URL": "postgresql://admin:hunter2@db.internal/app", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa"}},
+    "postgres": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://admin:hunter2@localhost/app"]},
+    "search cli": {"command": "search-mcp", "args": ["--api-key=sk-proj-bbbbbbbbbbbbbbbbbbbbbbbb", "--token", "lit-tok-5678", "--region", "eu"]},
     "paused": {"command": "paused-mcp", "disabled": true},
     "cursorsse": {"url": "https://sse.example.com/sse"}
   }
@@ -65,6 +68,7 @@ func TestImportRoundTrips(t *testing.T) {
 		"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
 		"API_KEY":                      "k1", "HOME": "/home/me", "LINEAR_TOKEN": "lin_api_123456", "OLD_TOKEN": "abcdef",
 		"DATABASE_URL": "postgresql://admin:hunter2@db.internal/app", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa",
+		"POSTGRES_PASSWORD": "hunter2", "SEARCH_CLI_API_KEY": "sk-proj-bbbbbbbbbbbbbbbbbbbbbbbb", "SEARCH_CLI_TOKEN": "lit-tok-5678",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	src := commentedServers
@@ -78,12 +82,14 @@ func TestImportRoundTrips(t *testing.T) {
 			t.Fatalf("%s: merge: %v", f.file, err)
 		}
 		// Everything that was there is still there, byte for byte: the
-		// merge only inserts lines.
-		if !isSubsequence(strings.SplitAfter(src, "\n"), strings.SplitAfter(string(out), "\n")) {
+		// merge only inserts lines, and adds server-filesystem's folders
+		// to the fence's list.
+		dirsLine := regexp.MustCompile(`(?m)^  allowed_dirs: .*\n`)
+		if !isSubsequence(strings.SplitAfter(dirsLine.ReplaceAllString(src, ""), "\n"), strings.SplitAfter(dirsLine.ReplaceAllString(string(out), ""), "\n")) {
 			t.Fatalf("%s: the merge changed existing lines:\n%s", f.file, out)
 		}
 		if strings.Contains(string(out), "ghp_16C7") || strings.Contains(string(out), "lin_api") || strings.Contains(string(out), "abcdef") ||
-			strings.Contains(string(out), "hunter2") || strings.Contains(string(out), "sk-proj-") {
+			strings.Contains(string(out), "hunter2") || strings.Contains(string(out), "sk-proj-") || strings.Contains(string(out), "lit-tok") {
 			t.Fatalf("%s: a literal secret reached servers.yaml:\n%s", f.file, out)
 		}
 		src = string(out)
@@ -99,7 +105,15 @@ func TestImportRoundTrips(t *testing.T) {
 				s.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] == env["GITHUB_PERSONAL_ACCESS_TOKEN"] && s.Env["LOG_LEVEL"] == "debug" &&
 				s.Written.Env["GITHUB_PERSONAL_ACCESS_TOKEN"] == "${GITHUB_PERSONAL_ACCESS_TOKEN}"
 		},
-		"desktop_files": func(s registry.Server) bool { return s.Args[3] == "price$5" },
+		"desktop_files": func(s registry.Server) bool { return s.Args[3] == "price$5" && s.PathBase == registry.PathBaseRoots },
+		// Secrets in arguments (issue 29): a url's password, a flag's value.
+		"postgres": func(s registry.Server) bool {
+			return s.Written.Args[2] == "postgresql://admin:${POSTGRES_PASSWORD}@localhost/app" && s.Args[2] == "postgresql://admin:hunter2@localhost/app"
+		},
+		"search_cli": func(s registry.Server) bool {
+			return strings.Join(s.Written.Args, " ") == "--api-key=${SEARCH_CLI_API_KEY} --token ${SEARCH_CLI_TOKEN} --region eu" &&
+				strings.Join(s.Args, " ") == "--api-key=sk-proj-bbbbbbbbbbbbbbbbbbbbbbbb --token lit-tok-5678 --region eu"
+		},
 		// Secrets under names that do not say so, found by their shape.
 		"db": func(s registry.Server) bool {
 			return s.Written.Env["DATABASE_URL"] == "${DATABASE_URL}" && s.Written.Env["OPENAI"] == "${OPENAI}" && s.Env["OPENAI"] == env["OPENAI"]
@@ -124,9 +138,13 @@ func TestImportRoundTrips(t *testing.T) {
 			t.Errorf("server %s wrong or missing: %+v", name, s)
 		}
 	}
+	// server-filesystem's folder joins the fence, once (issue 29).
+	if !strings.Contains(src, "  allowed_dirs: [~/projects, \"/Users/me/Desktop\"]\n") {
+		t.Errorf("the fence lacks server-filesystem's folder:\n%s", src)
+	}
 	// Importing again refuses, and writes nothing.
 	imp, _ := importServers("claude_desktop_config.json", []byte(desktopJSON))
-	if _, err := mergeServers([]byte(src), imp); err == nil || !strings.Contains(err.Error(), "github, desktop_files, db, cursorsse already exist") {
+	if _, err := mergeServers([]byte(src), imp); err == nil || !strings.Contains(err.Error(), "github, desktop_files, db, postgres, search_cli, cursorsse already exist; nothing was written (--skip leaves them out, --rename imports them under new names)") {
 		t.Errorf("second import: %v", err)
 	}
 }
@@ -313,5 +331,78 @@ func TestImportWriteCreatesTheNamedFile(t *testing.T) {
 	}
 	if !strings.Contains(out, "added memory to "+target) {
 		t.Errorf("output: %s", out)
+	}
+}
+
+// TestMergeAllowedDirs: server-filesystem's folders join fence.allowed_dirs
+// whatever shape the fence has, once each, and the file stays valid.
+func TestMergeAllowedDirs(t *testing.T) {
+	dirs := []string{"/srv/a", "~/b"}
+	for _, tc := range []struct{ name, src, want string }{
+		{"no fence", "servers:\n  x: {command: x}\n", "servers:\n  x: {command: x}\n\nfence:\n  allowed_dirs: [\"/srv/a\", \"~/b\"]\n"},
+		{"empty fence", "fence:\nservers: {}\n", "fence:\n  allowed_dirs: [\"/srv/a\", \"~/b\"]\nservers: {}\n"},
+		{"fence without the list", "fence:\n    outside_fence: ask\n", "fence:\n    allowed_dirs: [\"/srv/a\", \"~/b\"]\n    outside_fence: ask\n"},
+		{"flow list", "fence:\n  allowed_dirs: [/srv/a]  # mine\n", "fence:\n  allowed_dirs: [/srv/a, \"~/b\"]  # mine\n"},
+		{"empty flow list", "fence:\n  allowed_dirs: []\n", "fence:\n  allowed_dirs: [\"/srv/a\", \"~/b\"]\n"},
+		{"block list", "fence:\n  allowed_dirs:\n    - /x\n  # after\n", "fence:\n  allowed_dirs:\n    - /x\n    - \"/srv/a\"\n    - \"~/b\"\n  # after\n"},
+		{"all there", "fence:\n  allowed_dirs: [~/b, /srv/a]\n", "fence:\n  allowed_dirs: [~/b, /srv/a]\n"},
+	} {
+		out, err := mergeAllowedDirs([]byte(tc.src), dirs)
+		if err != nil || string(out) != tc.want {
+			t.Errorf("%s: %v\n got %q\nwant %q", tc.name, err, out, tc.want)
+		}
+	}
+	if _, err := mergeAllowedDirs([]byte("fence: {allowed_dirs: [/x]}\n"), dirs); err == nil || !strings.Contains(err.Error(), "write it as one") {
+		t.Errorf("a flow fence: %v", err)
+	}
+}
+
+// TestImportNameClash: a name servers.yaml has already stops --write,
+// which says how to go on; --skip leaves that server out, --rename
+// imports it as NAME_2 (issue 29).
+func TestImportNameClash(t *testing.T) {
+	dir := t.TempDir()
+	host := filepath.Join(dir, "claude_desktop_config.json")
+	os.WriteFile(host, []byte(`{"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+		"notes": {"command": "notes-mcp"}}}`), 0o600)
+	base := "servers:\n  memory:\n    command: my-memory\n"
+	for _, tc := range []struct {
+		flag    string
+		code    int
+		servers []string
+		say     string
+	}{
+		{"", exitFailure, []string{"memory"}, "servers memory already exist; nothing was written (--skip leaves them out, --rename imports them under new names)"},
+		{"--skip", exitOK, []string{"memory", "notes"}, `note: server "memory" is in servers.yaml already; skipped (--skip)`},
+		{"--rename", exitOK, []string{"memory", "memory_2", "notes"}, `note: server "memory" is in servers.yaml already; this one is imported as "memory_2" (--rename)`},
+	} {
+		target := filepath.Join(t.TempDir(), "servers.yaml")
+		os.WriteFile(target, []byte(base), 0o600)
+		args := []string{"import", "--from", host, "--write", "--config", target}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		code, out, errOut := runEnv(noEnv, args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.say) {
+			t.Errorf("import %s: exit %d, want %d saying %q\n%s%s", tc.flag, code, tc.code, tc.say, out, errOut)
+		}
+		cfg, err := registry.LoadConfig(target)
+		if err != nil {
+			t.Fatalf("import %s: %v", tc.flag, err)
+		}
+		var names []string
+		for _, s := range cfg.Servers {
+			names = append(names, s.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.servers) {
+			t.Errorf("import %s: servers %v, want %v", tc.flag, names, tc.servers)
+		}
+		if m, _ := cfg.Server("memory"); m.Command != "my-memory" {
+			t.Errorf("import %s changed the server already there: %+v", tc.flag, m)
+		}
+	}
+	if code, _, errOut := runEnv(noEnv, "import", "--from", host, "--skip"); code != exitUsage || !strings.Contains(errOut, "add --write") {
+		t.Errorf("--skip without --write: exit %d\n%s", code, errOut)
 	}
 }

@@ -41,6 +41,9 @@ type imported struct {
 	entries map[string]*yaml.Node
 	notes   []string
 	vars    []string // variables the user must set
+	// dirs are the folders the host let each server use (server-filesystem's
+	// arguments), for fence.allowed_dirs.
+	dirs map[string][]string
 }
 
 // errNoServerList is a host file without MCP servers: VS Code's
@@ -137,17 +140,23 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 	}
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
 	val := func(where, s string) string { return imp.reference(name, where, s) }
-	secret := func(where, key, s, varName string) string {
-		v := val(where, s)
-		if !registry.LooksSecret(key, v) || strings.Contains(v, "${") || v == "" {
-			return v
-		}
+	// variable registers a variable for a literal secret and returns its
+	// name, unique among the servers imported.
+	variable := func(where, key, varName string) string {
 		if owner, taken := used[varName]; taken && owner != name {
 			varName = strings.ToUpper(notVarRE.ReplaceAllString(name, "_")) + "_" + varName
 		}
 		used[varName] = name
 		imp.vars = append(imp.vars, varName)
 		imp.notes = append(imp.notes, fmt.Sprintf("server %q: %s %s held a literal secret in %s; it is now ${%s}: set %s in quiver's environment", name, where, key, file, varName, varName))
+		return varName
+	}
+	secret := func(where, key, s, varName string) string {
+		v := val(where, s)
+		if !registry.LooksSecret(key, v) || strings.Contains(v, "${") || v == "" {
+			return v
+		}
+		varName = variable(where, key, varName)
 		// Keep an auth scheme ("Bearer ...") outside the variable.
 		if scheme, _, ok := strings.Cut(s, " "); ok && strings.EqualFold(key, "authorization") && !strings.ContainsAny(scheme, "$") {
 			return scheme + " ${" + varName + "}"
@@ -164,10 +173,30 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 		add("command", str(val("command", hs.Command)))
 		if len(hs.Args) > 0 {
 			seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-			for _, a := range hs.Args {
-				seq.Content = append(seq.Content, str(val("args", a)))
+			for i, a := range hs.Args {
+				// A secret in an argument is as much in clear as one in
+				// env: a flag's value (--api-key=…, --token …), a url's
+				// password (postgresql://admin:…@host) or query parameter,
+				// or a value shaped like a credential.
+				prev := ""
+				if i > 0 {
+					prev = hs.Args[i-1]
+				}
+				seq.Content = append(seq.Content, str(imp.argSecrets(name, prev, a, val, upper, variable, used)))
 			}
 			add("args", seq)
+			if dirs := filesystemFolders(hs.Command, hs.Args); len(dirs) > 0 {
+				// server-filesystem may touch its folders and nothing else;
+				// the host let the model work in them without asking, so
+				// the fence does too, and a relative path is read against
+				// them as the server reads it.
+				add("path_base", str(registry.PathBaseRoots))
+				if imp.dirs == nil {
+					imp.dirs = map[string][]string{}
+				}
+				imp.dirs[name] = dirs
+				imp.notes = append(imp.notes, fmt.Sprintf("server %q: its folders %s go to fence.allowed_dirs, as the host let the model use them; path_base: roots", name, strings.Join(dirs, ", ")))
+			}
 		}
 		if len(hs.Env) > 0 {
 			env := &yaml.Node{Kind: yaml.MappingNode}
@@ -211,6 +240,114 @@ func (imp *imported) entry(file, name string, hs hostServer, used map[string]str
 		return nil, errors.New("it has neither a command nor a url")
 	}
 	return m, nil
+}
+
+// allowedDirs are the folders of the servers imported, once each, for
+// fence.allowed_dirs.
+func (imp *imported) allowedDirs() []string {
+	var out []string
+	for _, n := range imp.names {
+		for _, d := range imp.dirs[n] {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// resolveClashes settles the imported names that servers.yaml has
+// already (existing): "skip" leaves those servers out, "rename" imports
+// them as NAME_2 (or the next number free); "" leaves them, for
+// mergeServers to refuse.
+func (imp *imported) resolveClashes(existing []string, mode string) {
+	taken := func(n string) bool { return slices.Contains(existing, n) || slices.Contains(imp.names, n) }
+	var names []string
+	for _, n := range imp.names {
+		if !slices.Contains(existing, n) || mode == "" {
+			names = append(names, n)
+			continue
+		}
+		if mode == "skip" {
+			imp.notes = append(imp.notes, fmt.Sprintf("server %q is in servers.yaml already; skipped (--skip)", n))
+			delete(imp.entries, n)
+			continue
+		}
+		to := n
+		for i := 2; taken(to); i++ {
+			to = fmt.Sprintf("%s_%d", n, i)
+		}
+		imp.notes = append(imp.notes, fmt.Sprintf("server %q is in servers.yaml already; this one is imported as %q (--rename)", n, to))
+		imp.entries[to] = imp.entries[n]
+		if d, ok := imp.dirs[n]; ok {
+			imp.dirs[to] = d
+		}
+		delete(imp.entries, n)
+		names = append(names, to)
+	}
+	imp.names = names
+}
+
+// argSecrets is one argument of a command as servers.yaml gets it, a
+// literal secret in it made a ${VAR} reference: the value of a flag named
+// like a secret (--api-key=X, or --token X with prev the flag), a url's
+// password, a url's secret query parameter, or a value shaped like a
+// credential. val rewrites the parts that stay; variable registers a
+// variable.
+func (imp *imported) argSecrets(server, prev, a string, val func(where, s string) string, upper func(string) string,
+	variable func(where, key, varName string) string, used map[string]string) string {
+	ref := func(v string) string { return "${" + v + "}" }
+	if strings.Contains(a, "${") {
+		return val("args", a)
+	}
+	// Which flags take a secret, and which values after them are one, as
+	// servers.yaml's own reading decides (--keywords and --token-file take
+	// none; a path after --key is not one).
+	if _, ok := registry.SecretFlag(a); ok {
+		if flag, v, ok := strings.Cut(a, "="); ok && registry.FlagSecret(v) {
+			return val("args", flag+"=") + ref(variable("argument", flag, upper(server)+"_"+upper(flag)))
+		}
+	}
+	if _, ok := registry.SecretFlag(prev); ok && !strings.Contains(prev, "=") && !strings.HasPrefix(a, "--") && registry.FlagSecret(a) {
+		return ref(variable("argument", prev, upper(server)+"_"+upper(prev)))
+	}
+	if before, _, after, ok := registry.URLPassword(a); ok {
+		return val("args", before) + ref(variable("argument", "url password", upper(server)+"_PASSWORD")) + val("args", after)
+	}
+	if u, err := url.Parse(a); err == nil && u.Scheme != "" && u.Host != "" && u.RawQuery != "" {
+		if out := imp.urlSecrets(server, a, used); out != a {
+			return val("args", out)
+		}
+	}
+	if registry.LooksSecret("", a) {
+		return ref(variable("argument", "value", upper(server)+"_TOKEN"))
+	}
+	return val("args", a)
+}
+
+// filesystemFolders are the folders a command running
+// @modelcontextprotocol/server-filesystem gives it: its absolute (or ~)
+// arguments after the package's name.
+func filesystemFolders(command string, args []string) []string {
+	at := -1
+	for i, a := range append([]string{command}, args...) {
+		if strings.Contains(a, "server-filesystem") {
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	var dirs []string
+	for _, a := range args[at:] {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, "server-filesystem") {
+			continue
+		}
+		if strings.HasPrefix(a, "/") || strings.HasPrefix(a, "~") || (len(a) > 2 && a[1] == ':' && (a[2] == '\\' || a[2] == '/')) || strings.HasPrefix(a, `\\`) {
+			dirs = append(dirs, a)
+		}
+	}
+	return dirs
 }
 
 // urlSecrets replaces secret-looking query parameters of a url with

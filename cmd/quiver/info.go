@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,21 +17,6 @@ import (
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
-
-func versionCmd() *command {
-	return &command{
-		summary: "print quiver's version",
-		usage:   "version",
-		help:    "Prints quiver's version.",
-		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("%w: unexpected argument %q", errUsage, args[0])
-			}
-			fmt.Fprintf(e.stdout, "quiver %s\n", registry.Version)
-			return nil
-		},
-	}
-}
 
 // startWithCommonFlags starts a command that takes only the common flags
 // and --wait: it parses them and starts every server (common.start).
@@ -139,7 +125,7 @@ Flags:
 func doctorCmd() *command {
 	return &command{
 		summary: "check every server and weigh the surface",
-		usage:   "doctor [--config PATH] [--wait D]",
+		usage:   "doctor [--config PATH] [--wait D] [--json]",
 		help: `
 Loads the configuration (reporting any error with its file, line and key,
 and whether a running quiver keeps its last good configuration meanwhile),
@@ -150,26 +136,41 @@ down or the catalog has a problem (two tools under one name, a tool name in
 the configuration that its server does not offer).
 
 Flags:
-  --wait D   how long to wait for servers to start (default 30s)`,
+  --wait D   how long to wait for servers to start (default 30s)
+  --json     one JSON object: config, servers (name, transport, state,
+             tools, last_error, last_words), problems, surface; the exit
+             code is the same`,
 		run: func(ctx context.Context, e *env, args []string) error {
-			p, c, err := startWithCommonFlags(ctx, e, "doctor", args)
+			c := &common{}
+			var asJSON bool
+			fs := newFlags("doctor")
+			c.register(fs)
+			c.registerWait(fs)
+			fs.BoolVar(&asJSON, "json", false, "JSON")
+			if err := parseFlagsOnly(fs, args); err != nil {
+				return err
+			}
+			p, err := c.start(ctx, e)
 			if err != nil {
 				return err
 			}
 			defer p.Close()
+			running := ""
 			if state, err := c.state(e); err == nil {
-				if st, ok := runningStatus(state, c.serversPath(e)); ok && describeRunning(st) != "" {
-					fmt.Fprintf(e.stdout, "config: %s\n\n", describeRunning(st))
+				if st, ok := runningStatus(state, c.serversPath(e)); ok {
+					running = describeRunning(st)
 				}
+			}
+			if asJSON {
+				return writeDoctorJSON(e.stdout, running, p)
+			}
+			if running != "" {
+				fmt.Fprintf(e.stdout, "config: %s\n\n", running)
 			}
 			cat := p.Catalog()
 			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tLAST ERROR")
-			down := 0
 			for _, s := range cat.Servers {
-				if s.State != registry.StateUp {
-					down++
-				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, s.Transport, s.State, s.Tools, s.Why())
 			}
 			_ = tw.Flush()
@@ -178,16 +179,77 @@ Flags:
 			}
 			w := weigh(p)
 			fmt.Fprintf(e.stdout, "\nsurface: %s\n", w.total.summary())
-			var errs []error
-			if down > 0 {
-				errs = append(errs, fmt.Errorf("%d of %d servers are not up", down, len(cat.Servers)))
-			}
-			if n := len(cat.Problems); n > 0 {
-				errs = append(errs, fmt.Errorf("the catalog has %d problem(s), listed above", n))
-			}
-			return errors.Join(errs...)
+			return doctorVerdict(cat, "listed above")
 		},
 	}
+}
+
+// doctorVerdict is doctor's exit: an error when a server is not up or the
+// catalog has problems.
+func doctorVerdict(cat *registry.Catalog, where string) error {
+	down := 0
+	for _, s := range cat.Servers {
+		if s.State != registry.StateUp {
+			down++
+		}
+	}
+	var errs []error
+	if down > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d servers are not up", down, len(cat.Servers)))
+	}
+	if n := len(cat.Problems); n > 0 {
+		errs = append(errs, fmt.Errorf("the catalog has %d problem(s), %s", n, where))
+	}
+	return errors.Join(errs...)
+}
+
+// doctorJSON is doctor --json: what the table says, for a script.
+type doctorJSON struct {
+	Config   string         `json:"config,omitempty"`
+	Servers  []doctorServer `json:"servers"`
+	Problems []string       `json:"problems"`
+	Surface  doctorSurface  `json:"surface"`
+	OK       bool           `json:"ok"`
+}
+
+type doctorServer struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     string `json:"state"`
+	Tools     int    `json:"tools"`
+	LastError string `json:"last_error,omitempty"`
+	// LastWords is the server's own last words on stderr: its text, not
+	// quiver's.
+	LastWords string `json:"last_words,omitempty"`
+}
+
+type doctorSurface struct {
+	LeanTools  int `json:"lean_tools"`
+	LeanBytes  int `json:"lean_bytes"`
+	LeanTokens int `json:"lean_tokens"`
+	AllTools   int `json:"all_tools"`
+	AllBytes   int `json:"all_bytes"`
+	AllTokens  int `json:"all_tokens"`
+}
+
+func writeDoctorJSON(w io.Writer, running string, p *proxy.Server) error {
+	cat := p.Catalog()
+	out := doctorJSON{Config: running, Servers: []doctorServer{}, Problems: append([]string{}, cat.Problems...)}
+	for _, s := range cat.Servers {
+		out.Servers = append(out.Servers, doctorServer{Name: s.Name, Transport: s.Transport, State: string(s.State), Tools: s.Tools,
+			LastError: s.LastError, LastWords: s.LastWords})
+	}
+	t := weigh(p).total
+	out.Surface = doctorSurface{LeanTools: t.leanTools, LeanBytes: t.leanBytes, LeanTokens: t.leanBytes / 4,
+		AllTools: t.allTools, AllBytes: t.allBytes, AllTokens: t.allBytes / 4}
+	verdict := doctorVerdict(cat, "in problems")
+	out.OK = verdict == nil
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, string(b))
+	return verdict
 }
 
 func tokensCmd() *command {

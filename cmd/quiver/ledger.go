@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/quiver-mcp/quiver/gate"
+	"github.com/quiver-mcp/quiver/internal/age"
+	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
 )
 
@@ -103,8 +105,9 @@ func printable(s string) string {
 
 func approveCmd() *command {
 	return &command{
-		summary: "approve a pending request (for hosts that cannot show approval cards)",
-		usage:   "approve N [--once|--session|--persistent [--expires D]] [--state-dir DIR] [--config PATH]",
+		complete: completePending,
+		summary:  "approve a pending request (for hosts that cannot show approval cards)",
+		usage:    "approve N [--once|--session|--persistent [--expires D]] [--state-dir DIR] [--config PATH]",
 		help: `
 Approves pending request N, which quiver named in a refusal
 (deny.approval_unavailable). With --once (the default) the exact call that
@@ -143,11 +146,44 @@ Run "quiver grants" to see what is granted, "quiver deny N" to refuse.`,
 	}
 }
 
+// completePending offers, as approve's or deny's number, the pending
+// requests' numbers, each with its tool (read from the ledger, never
+// starting anything).
+func completePending(e *env, args []string, toComplete string) []string {
+	var c common
+	fs := newFlags("complete")
+	fs.ParseErrorsAllowlist.UnknownFlags = true
+	stateFlags(fs, &c)
+	_ = fs.Parse(args)
+	if fs.NArg() > 0 {
+		return nil // the number is given already
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l, err := openLedger(ctx, e, &c)
+	if err != nil {
+		return nil
+	}
+	defer l.Close()
+	pending, err := l.Approvals(ctx, gate.ApprovalFilter{State: gate.Pending})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range pending {
+		if id := strconv.FormatInt(a.ID, 10); strings.HasPrefix(id, toComplete) {
+			out = append(out, id+"\t"+oneLine(a.Tool, 60))
+		}
+	}
+	return out
+}
+
 func denyCmd() *command {
 	return &command{
-		summary: "refuse a pending request",
-		usage:   "deny N [--state-dir DIR] [--config PATH]",
-		help:    "Refuses pending request N; the model is told the user declined if it calls again.",
+		complete: completePending,
+		summary:  "refuse a pending request",
+		usage:    "deny N [--state-dir DIR] [--config PATH]",
+		help:     "Refuses pending request N; the model is told the user declined if it calls again.",
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
 			fs := newFlags("deny")
@@ -229,8 +265,9 @@ func grantsCmd() *command {
 		usage:   "grants [--pending] [--all] [--revoke ID] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Lists the grants in force (persistent ones, and session ones of live
-sessions) and the requests waiting for an answer. --all includes expired,
-used and revoked grants; --revoke ID ends a grant at once.
+sessions) and the requests waiting for an answer. A session grant ends
+with its session, or when its quiver stops. --all includes expired, used,
+revoked and ended grants; --revoke ID ends a grant at once.
 
 Each pending request shows what it needs (every path) and the whole card
 quiver showed, or would have shown, in the host. What these commands print
@@ -255,7 +292,9 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 			}
 			defer l.Close()
 			if revoke > 0 {
-				if err := l.RevokeGrant(ctx, revoke); err != nil {
+				if err := l.RevokeGrant(ctx, revoke); errors.Is(err, gate.ErrNotFound) {
+					return fmt.Errorf("there is no grant %d in force: it was revoked or ended already, or never existed (quiver grants --all lists every grant)", revoke)
+				} else if err != nil {
 					return fmt.Errorf("revoke grant %d: %w", revoke, err)
 				}
 				fmt.Fprintf(e.stdout, "revoked grant %d\n", revoke)
@@ -266,10 +305,26 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 				return err
 			}
 			var grants []gate.Grant
+			stopped := map[int64]bool{}
 			if !pendingOnly {
 				if grants, err = l.Grants(ctx, gate.GrantFilter{All: all}); err != nil {
 					return err
 				}
+				// A session grant of a quiver that stopped without ending
+				// its sessions (killed) is over, though the next quiver's
+				// start has yet to revoke it.
+				state, _ := c.state(e)
+				kept := grants[:0]
+				for _, g := range grants {
+					if g.Lifetime == gate.ForSession && g.Revoked.IsZero() && proxy.SessionStopped(state, g.Session) {
+						stopped[g.ID] = true
+						if !all {
+							continue
+						}
+					}
+					kept = append(kept, g)
+				}
+				grants = kept
 			}
 			red := redactor(e, &c)
 			for i := range pending {
@@ -295,14 +350,10 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 			if !pendingOnly {
 				fmt.Fprintln(e.stdout)
 				tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "GRANT\tSCOPE\tCAPABILITY\tTOOL\tPATH\tLIFETIME\tSESSION\tEXPIRES")
+				fmt.Fprintln(tw, "GRANT\tSCOPE\tCAPABILITY\tTOOL\tPATH\tLIFETIME\tSESSION\tENDS")
 				for _, g := range grants {
-					exp := "-"
-					if !g.Expires.IsZero() {
-						exp = g.Expires.Format(time.RFC3339)
-					}
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Scope, oneLine(g.Capability, 200), oneLine(g.Tool, 200),
-						quotedPath(g.Path), g.Lifetime, oneLine(g.Session, 200), exp)
+						quotedPath(g.Path), g.Lifetime, oneLine(g.Session, 200), grantEnds(g, stopped[g.ID]))
 				}
 				return tw.Flush()
 			}
@@ -314,12 +365,14 @@ is redacted: well-known credential shapes, and the secrets of servers.yaml
 func auditCmd() *command {
 	return &command{
 		summary: "show the calls quiver decided and how they ended",
-		usage:   "audit [--since 1h] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]",
+		usage:   "audit [--since 1h|7d] [--session S] [--tool GLOB] [--limit N] [--json] [--state-dir DIR] [--config PATH]",
 		help: `
 Prints every recorded call: when, which session and tool, the decision (code
 and sentence), the approval, and how it ended (ok, error, cancelled, or
 outcome_unknown for a call that was running when quiver stopped — quiver
-never retries those). Arguments are recorded only as a digest.
+never retries those). A call that failed shows why in place of the
+decision's sentence: the server's error text, redacted and cut to 500
+bytes ("detail" in --json). Arguments are recorded only as a digest.
 
 It shows the latest 1,000 calls (--limit N for another number) and says on
 stderr when older ones were left out. --session takes a session's id as
@@ -336,7 +389,8 @@ answer to its card, when one was asked), started, ended.`,
 			var limit int
 			fs := newFlags("audit")
 			stateFlags(fs, &c)
-			fs.DurationVar(&since, "since", 0, "only calls newer than this, e.g. 1h")
+			var sinceAge age.Value
+			fs.Var(&sinceAge, "since", "only calls newer than this, e.g. 1h or 7d")
 			fs.StringVar(&session, "session", "", "only this session (its id, as the log prints it, or id@run)")
 			fs.StringVar(&tool, "tool", "", "only tools matching this glob")
 			fs.IntVar(&limit, "limit", 1000, "show at most this many calls, the latest")
@@ -344,6 +398,7 @@ answer to its card, when one was asked), started, ended.`,
 			if err := parseFlagsOnly(fs, args); err != nil {
 				return err
 			}
+			since = sinceAge.D
 			l, err := openLedger(ctx, e, &c)
 			if err != nil {
 				return err
@@ -379,8 +434,14 @@ answer to its card, when one was asked), started, ended.`,
 			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTIME\tSESSION\tTOOL\tCODE\tAPPROVAL\tOUTCOME\tREASON")
 			for _, ce := range calls {
+				// A call that failed says why (the server's words, as the
+				// ledger keeps them), not only why it was let through.
+				why := ce.Reason
+				if ce.Detail != "" && ce.Outcome != gate.OutcomeOK {
+					why = "failed: " + ce.Detail
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ce.ID, ce.Time.Local().Format("2006-01-02 15:04:05"),
-					oneLine(ce.Session, 200), oneLine(ce.Tool, 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(ce.Reason, 80))
+					oneLine(ce.Session, 200), oneLine(ce.Tool, 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(why, 120))
 			}
 			return tw.Flush()
 		},
@@ -396,6 +457,26 @@ type auditJSON struct {
 }
 
 func auditLine(ce gate.CallEntry) auditJSON { return auditJSON{CallEntry: ce, Stages: ce.Stages()} }
+
+// grantEnds says when a grant ends, or that it has: a session grant lasts
+// as long as its session, not "until revoked".
+func grantEnds(g gate.Grant, stopped bool) string {
+	switch {
+	case !g.Revoked.IsZero():
+		return "ended " + g.Revoked.Local().Format(time.RFC3339)
+	case !g.Used.IsZero():
+		return "used " + g.Used.Local().Format(time.RFC3339)
+	case stopped:
+		return "ended: its quiver stopped"
+	case !g.Expires.IsZero():
+		return g.Expires.Local().Format(time.RFC3339)
+	case g.Lifetime == gate.ForSession:
+		return "when its session ends"
+	case g.Lifetime == gate.Persistent:
+		return "until revoked"
+	}
+	return "-"
+}
 
 // quotedPath is a grant's path quoted, so that a space or tab in it cannot
 // shift the columns; "-" for a grant on a tool.

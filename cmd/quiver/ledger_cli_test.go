@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -309,4 +310,90 @@ func askForApproval(t *testing.T) (*host, string, []string) {
 		t.Fatalf("the refusal must say which request to approve: %s", toolresult.Text(res))
 	}
 	return h, state, n
+}
+
+// TestGrantsOfStoppedQuiversAreEnded: a session grant lasts as long as its
+// session, so quiver grants says so, and a session grant of a quiver that
+// stopped without ending its sessions (killed) is not listed as in force
+// (--all shows it ended), though no quiver has started since to revoke it
+// (issue 29).
+func TestGrantsOfStoppedQuiversAreEnded(t *testing.T) {
+	lc := newLedgerCLI(t)
+	l := lc.ledger()
+	for _, g := range []gate.Grant{
+		{Scope: gate.ScopeTool, Tool: "fs__write_file", Lifetime: gate.ForSession, Session: "stdio@deadrun1"},
+		{Scope: gate.ScopeTool, Tool: "fs__edit_file", Lifetime: gate.ForSession, Session: "stdio@liverun1"},
+		{Scope: gate.ScopeTool, Tool: "fs__move_file", Lifetime: gate.Persistent},
+	} {
+		if _, err := l.AddGrant(context.Background(), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	os.MkdirAll(filepath.Join(lc.state, "runs"), 0o700)
+	os.WriteFile(filepath.Join(lc.state, "runs", "liverun1.json"), []byte(`{"pid":`+strconv.Itoa(os.Getpid())+`}`), 0o600)
+	out := lc.run("grants")
+	if strings.Contains(out, "fs__write_file") || !regexp.MustCompile(`fs__edit_file .*stdio@liverun1\s+when its session ends`).MatchString(out) ||
+		!regexp.MustCompile(`fs__move_file .*persistent .*until revoked`).MatchString(out) {
+		t.Errorf("quiver grants must list the live session's grant (ending with its session) and the persistent one, not the stopped quiver's:\n%s", out)
+	}
+	if out := lc.run("grants", "--all"); !regexp.MustCompile(`fs__write_file .*stdio@deadrun1\s+ended: its quiver stopped`).MatchString(out) {
+		t.Errorf("quiver grants --all must show the stopped quiver's session grant as ended:\n%s", out)
+	}
+}
+
+// TestAuditSinceTakesDays: --since takes days (1d), and anything else it
+// cannot read is refused with one sentence saying what to give, not Go's
+// unit error (issue 29).
+func TestAuditSinceTakesDays(t *testing.T) {
+	lc := newLedgerCLI(t)
+	l := lc.ledger()
+	if _, err := l.RecordDecision(context.Background(), "s1", "fs__read_file", json.RawMessage(`{}`),
+		gate.Decision{Verdict: gate.Deny, Code: "deny.outside_fence", Reason: "outside"}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if out := lc.run("audit", "--since", "1d"); !strings.Contains(out, "fs__read_file") {
+		t.Errorf("audit --since 1d must show today's call:\n%s", out)
+	}
+	code, _, errOut := lc.runFull("audit", "--since", "1w")
+	if code != exitUsage || !strings.Contains(errOut, `"1w" is not an age: give one such as 30m, 12h or 7d`) || strings.Contains(errOut, "unknown unit") {
+		t.Errorf("audit --since 1w: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestRevokeAnUnknownGrant: revoking a grant that is not in force says so
+// in one sentence, and where to look (issue 29: it read "revoke grant 999:
+// revoke grant: not found").
+func TestRevokeAnUnknownGrant(t *testing.T) {
+	lc := newLedgerCLI(t)
+	code, _, errOut := lc.runFull("grants", "--revoke", "999")
+	want := "quiver grants: there is no grant 999 in force: it was revoked or ended already, or never existed (quiver grants --all lists every grant)\n"
+	if code != exitFailure || errOut != want {
+		t.Errorf("grants --revoke 999: exit %d\n%q\nwant %q", code, errOut, want)
+	}
+}
+
+// TestCompletionOffersPendingNumbersAndLevels: completing approve's or
+// deny's number offers the pending requests, with their tools; completing
+// --log-level offers the levels (issue 29).
+func TestCompletionOffersPendingNumbersAndLevels(t *testing.T) {
+	lc := newLedgerCLI(t)
+	id := lc.fileDecoy()
+	getenv := func(k string) string {
+		if k == "QUIVER_STATE_DIR" {
+			return lc.state
+		}
+		return lc.vars[k]
+	}
+	for _, cmd := range []string{"approve", "deny"} {
+		code, out, errOut := runEnv(getenv, "__complete", cmd, "")
+		if want := strconv.FormatInt(id, 10) + "\tfs__write_file\n"; code != exitOK || !strings.HasPrefix(out, want) {
+			t.Errorf("completing %s: exit %d\n%s%s\nwant it to start %q", cmd, code, out, errOut, want)
+		}
+	}
+	code, out, _ := runEnv(getenv, "__complete", "serve", "--log-level", "")
+	if code != exitOK || !strings.HasPrefix(out, "debug\ninfo\nwarn\nerror\n") {
+		t.Errorf("completing --log-level: exit %d\n%s", code, out)
+	}
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"golang.org/x/term"
 
@@ -53,9 +56,9 @@ func (c *common) lookup(e *env) func(string) (string, bool) {
 
 func secretCmd() *command {
 	return &command{
-		summary:     "store a secret that servers.yaml names as ${keyring:NAME}",
-		usage:       "secret set NAME [--state-dir DIR]",
-		subcommands: []string{"set"},
+		summary:     "store, list or delete the secrets servers.yaml names as ${keyring:NAME}",
+		usage:       "secret set|list|delete [NAME] [--config PATH] [--state-dir DIR]",
+		subcommands: []string{"set", "list", "delete"},
 		help: `
 quiver secret set NAME
   Reads a secret from stdin (typed without echo in a terminal, or piped:
@@ -76,25 +79,55 @@ quiver secret set NAME
   result, log line or error shows it. NAME is 1 to 64 letters, digits,
   '_', '.' and '-'.
 
+quiver secret list
+  Lists, never showing a value, every secret servers.yaml names as
+  ${keyring:NAME} and every secret in secrets.json, with where each is
+  stored (keychain, file) or "not set". An OS keychain cannot list its
+  entries: a secret there that servers.yaml does not name is not listed.
+
+quiver secret delete NAME
+  Removes the secret from the OS keychain and from secrets.json.
+
 Flags:
+  --config PATH     servers.yaml whose ${keyring:NAME} references to list
   --state-dir DIR   quiver's state dir, which holds secrets.json`,
 		run: func(ctx context.Context, e *env, args []string) error {
 			var c common
 			fs := newFlags("secret")
 			fs.StringVar(&c.stateDir, "state-dir", "", "quiver's state dir")
+			fs.StringVar(&c.config, "config", "", "servers.yaml whose references to list")
 			if err := parse(fs, args); err != nil {
 				return err
 			}
 			words := fs.Args()
-			if len(words) == 0 || words[0] != "set" {
-				return fmt.Errorf("%w: the secret command takes a subcommand: set", errUsage)
+			if len(words) == 0 || !slices.Contains([]string{"set", "list", "delete"}, words[0]) {
+				return fmt.Errorf("%w: the secret command takes a subcommand: set, list or delete", errUsage)
+			}
+			if words[0] == "list" {
+				if len(words) != 1 {
+					return fmt.Errorf("%w: unexpected argument %q", errUsage, words[1])
+				}
+				return listSecrets(e, &c)
 			}
 			if len(words) != 2 {
-				return fmt.Errorf("%w: say which secret, e.g. quiver secret set github", errUsage)
+				return fmt.Errorf("%w: say which secret, e.g. quiver secret %s github", errUsage, words[0])
 			}
 			name := words[1]
 			if !secretstore.ValidName(name) {
 				return fmt.Errorf("%w: %q is not a secret name: use 1 to 64 letters, digits, '_', '.' and '-'", errUsage, name)
+			}
+			if words[0] == "delete" {
+				store, err := c.secrets(e)
+				if err != nil {
+					return err
+				}
+				if err := store.Delete(name); errors.Is(err, secretstore.ErrNotFound) {
+					return fmt.Errorf("no secret %s is stored (quiver secret list shows the ones that are)", name)
+				} else if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "Deleted secret %s. A servers.yaml that names ${keyring:%s} no longer loads until it is set again.\n", name, name)
+				return nil
 			}
 			value, err := readSecret(e, name)
 			if err != nil {
@@ -112,6 +145,58 @@ Flags:
 			return nil
 		},
 	}
+}
+
+// keyringRefRE finds the ${keyring:NAME} references in a servers.yaml.
+var keyringRefRE = regexp.MustCompile(`\$\{` + regexp.QuoteMeta(registry.KeyringPrefix) + `([A-Za-z0-9_.-]{1,64})\}`)
+
+// listSecrets prints the secrets servers.yaml names and those in the
+// file, with where each is stored; never a value. The file is read as
+// text, not loaded: a secret not set would stop the load.
+func listSecrets(e *env, c *common) error {
+	store, err := c.secrets(e)
+	if err != nil {
+		return err
+	}
+	names, err := store.FileNames()
+	if err != nil {
+		return err
+	}
+	named := map[string]bool{}
+	servers := c.serversPath(e)
+	if servers != "" {
+		b, err := os.ReadFile(servers)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", servers, err)
+		}
+		for _, m := range keyringRefRE.FindAllSubmatch(b, -1) {
+			named[string(m[1])] = true
+			names = append(names, string(m[1]))
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 {
+		fmt.Fprintln(e.stdout, "No secrets: servers.yaml names none as ${keyring:NAME}, and secrets.json holds none.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTORED\tIN SERVERS.YAML")
+	for _, n := range names {
+		where, err := store.Where(n)
+		if err != nil {
+			return err
+		}
+		if where == "" {
+			where = "not set (quiver secret set " + n + ")"
+		}
+		in := "no"
+		if named[n] {
+			in = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n, where, in)
+	}
+	return tw.Flush()
 }
 
 // maxSecret bounds what is read as one secret.

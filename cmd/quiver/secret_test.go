@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,5 +80,47 @@ func TestSecretSetUsage(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(state, secretstore.FileName)); err == nil {
 			t.Errorf("quiver %s stored something", strings.Join(c.args, " "))
 		}
+	}
+}
+
+// TestSecretListAndDelete: secret list shows every secret servers.yaml
+// names and every stored one, with where it is, never a value; secret
+// delete removes one, and says so when there is none (issue 29).
+func TestSecretListAndDelete(t *testing.T) {
+	t.Parallel()
+	const value = "kr-list-0123456789abcdef"
+	dir := t.TempDir()
+	state, cfg := filepath.Join(dir, "state"), filepath.Join(dir, "servers.yaml")
+	os.WriteFile(cfg, []byte("servers:\n  gh:\n    url: https://example.com/mcp\n    headers: {Authorization: \"Bearer ${keyring:github}\", X-Other: \"${keyring:never-set}\"}\n"), 0o600)
+	secret := func(stdin string, args ...string) (int, string) {
+		cmd := exec.Command(quiverBin, append(append([]string{"secret"}, args...), "--state-dir", state, "--config", cfg)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "QUIVER_SECRET_STORE=file")
+		out, err := cmd.CombinedOutput()
+		return exitCode(err), string(out)
+	}
+	for _, name := range []string{"github", "spare"} {
+		if code, out := secret(value, "set", name); code != exitOK {
+			t.Fatalf("secret set %s: exit %d\n%s", name, code, out)
+		}
+	}
+	code, out := secret("", "list")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^github\s+file\s+yes$`),
+		regexp.MustCompile(`(?m)^never-set\s+not set \(quiver secret set never-set\)\s+yes$`),
+		regexp.MustCompile(`(?m)^spare\s+file\s+no$`),
+	} {
+		if code != exitOK || !want.MatchString(out) || strings.Contains(out, value) {
+			t.Errorf("secret list: exit %d, want a line matching %s and no value\n%s", code, want, out)
+		}
+	}
+	if code, out := secret("", "delete", "spare"); code != exitOK || !strings.Contains(out, "Deleted secret spare.") {
+		t.Errorf("secret delete spare: exit %d\n%s", code, out)
+	}
+	if _, out := secret("", "list"); strings.Contains(out, "spare") {
+		t.Errorf("after delete, secret list still shows it:\n%s", out)
+	}
+	if code, out := secret("", "delete", "spare"); code != exitFailure || !strings.Contains(out, "no secret spare is stored (quiver secret list shows the ones that are)") {
+		t.Errorf("secret delete of a secret stored nowhere: exit %d\n%s", code, out)
 	}
 }

@@ -92,7 +92,8 @@ Flags:
                      with the address "quiver ui" prints. A call that needs
                      an approval then waits for an answer given there, also
                      when the host cannot show a card. Loopback only, unless
-                     the HTTP auth token is set.
+                     the HTTP auth token is set. On an address already in
+                     use, serve runs without the page and says so (WARN).
   --state-dir DIR    quiver's state (default: ~/.local/state/quiver on
                      Linux, ~/Library/Application Support/quiver/state on
                      macOS, %LocalAppData%\quiver\state on Windows)
@@ -181,10 +182,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if ui, err = listenUI(uiListen, token); err != nil {
+		if ui, err = openUI(uiListen, token, func() string { s, _ := c.state(e); return s }, log); err != nil {
 			return err
 		}
-		defer ui.ln.Close()
+		if ui != nil {
+			defer ui.ln.Close()
+		}
 	}
 	opsf, err := startOperating(ctx, e, metricsListen)
 	if err != nil {

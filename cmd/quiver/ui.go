@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,13 +64,78 @@ type uiFront struct {
 	token string
 }
 
+// openUI listens for the operator page, or returns nil when it cannot
+// listen. The page is an extra beside the MCP server a host launched:
+// hosts put --ui in their args, so a second host, or a quiver left
+// running, holds the port, and failing serve for it would leave the host
+// with no MCP server at all. serve goes on without the page and says so
+// at WARN, naming the quiver that holds the port when stateDir() records
+// one. A page refused for safety (beyond loopback with no token) still
+// stops serve: that is a configuration to fix, not a busy port.
+func openUI(addr, authToken string, stateDir func() string, log *slog.Logger) (*uiFront, error) {
+	f, err := listenUI(addr, authToken)
+	var le *uiListenError
+	if !errors.As(err, &le) {
+		return f, err
+	}
+	msg := "the operator page is off for this run: quiver serves MCP without it (approvals go to the host, or to quiver approve in a terminal)"
+	if h, ok := uiHolder(stateDir(), addr); ok {
+		log.Warn(msg, "ui", addr, "err", le.err, "held_by", fmt.Sprintf("quiver serve (pid %d) for %s", h.PID, h.servers()),
+			"its_page", "quiver ui --open"+h.configFlag())
+		return nil, nil
+	}
+	log.Warn(msg, "ui", addr, "err", le.err, "fix", "give --ui another address (or ui.listen in servers.yaml), or stop what listens there")
+	return nil, nil
+}
+
+// uiListenError is a page that could not listen on its address.
+type uiListenError struct{ err error }
+
+func (e *uiListenError) Error() string { return "--ui: listen: " + e.err.Error() }
+func (e *uiListenError) Unwrap() error { return e.err }
+
+// uiHolder is the running quiver serve whose page listens on addr's
+// port, as the page files in stateDir record it.
+func uiHolder(stateDir, addr string) (uiFileContent, bool) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || stateDir == "" {
+		return uiFileContent{}, false
+	}
+	files, _ := filepath.Glob(filepath.Join(stateDir, "ui", "*.json"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		var u uiFileContent
+		if err != nil || json.Unmarshal(b, &u) != nil || u.PID <= 0 || u.PID == os.Getpid() || !processAlive(u.PID) {
+			continue
+		}
+		if pu, err := url.Parse(u.URL); err == nil && pu.Port() == port {
+			return u, true
+		}
+	}
+	return uiFileContent{}, false
+}
+
+func (u uiFileContent) servers() string {
+	if u.Servers == "" {
+		return "the built-in configuration"
+	}
+	return u.Servers
+}
+
+func (u uiFileContent) configFlag() string {
+	if u.Servers == "" {
+		return ""
+	}
+	return " --config " + u.Servers
+}
+
 // listenUI listens on addr. The page answers approvals and switches tools,
 // so beyond loopback it needs the HTTP auth token to be set as well (the
 // same rule as --http): the page's own token travels in a URL.
 func listenUI(addr string, authToken string) (*uiFront, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--ui: listen: %w", err)
+		return nil, &uiListenError{err: err}
 	}
 	tcp, _ := ln.Addr().(*net.TCPAddr)
 	if (tcp == nil || !tcp.IP.IsLoopback()) && authToken == "" {
@@ -107,6 +173,9 @@ func (f *uiFront) serve(ctx context.Context, h *operator.Handler, stateDir, serv
 type uiFileContent struct {
 	PID int    `json:"pid"`
 	URL string `json:"url"`
+	// Servers is the servers.yaml that quiver serve runs ("" for the
+	// built-in one), so that a second serve on the same port can name it.
+	Servers string `json:"servers,omitempty"`
 }
 
 func uiFile(stateDir, servers string) string {
@@ -119,7 +188,13 @@ func writeUIFile(stateDir, servers, url string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(uiFileContent{PID: os.Getpid(), URL: url})
+	abs := servers
+	if servers != "" {
+		if a, err := filepath.Abs(servers); err == nil {
+			abs = a
+		}
+	}
+	b, _ := json.Marshal(uiFileContent{PID: os.Getpid(), URL: url, Servers: abs})
 	return writeFileAtomic(p, append(b, '\n'), 0o600)
 }
 

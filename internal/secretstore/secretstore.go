@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 
 	"github.com/zalando/go-keyring"
 
@@ -34,12 +36,15 @@ var ErrNotFound = errors.New("secret not found")
 type Keychain interface {
 	Get(service, user string) (string, error)
 	Set(service, user, password string) error
+	// Delete removes the entry; keyring.ErrNotFound when there is none.
+	Delete(service, user string) error
 }
 
 type osKeychain struct{}
 
 func (osKeychain) Get(service, user string) (string, error) { return keyring.Get(service, user) }
 func (osKeychain) Set(service, user, pw string) error       { return keyring.Set(service, user, pw) }
+func (osKeychain) Delete(service, user string) error        { return keyring.Delete(service, user) }
 
 // A Store finds and keeps secrets by name.
 type Store struct {
@@ -123,6 +128,66 @@ func (s *Store) Set(name, value string) (where string, err error) {
 		where += fmt.Sprintf("; the OS keychain is not available here: %v", kerr)
 	}
 	return where, nil
+}
+
+// Where says where the secret name is stored: "keychain", "file", or ""
+// when it is stored nowhere this store looks. An OS keychain cannot list
+// its entries, so a name is only ever asked about.
+func (s *Store) Where(name string) (string, error) {
+	if !ValidName(name) {
+		return "", fmt.Errorf("%q is not a secret name: use 1 to 64 letters, digits, '_', '.' and '-'", name)
+	}
+	if s.keychain != nil {
+		if _, err := s.keychain.Get(Service, name); err == nil {
+			return "keychain", nil
+		}
+	}
+	m, err := s.read()
+	if err != nil {
+		return "", err
+	}
+	if _, ok := m[name]; ok {
+		return "file", nil
+	}
+	return "", nil
+}
+
+// FileNames are the names of the secrets in the fallback file, sorted.
+func (s *Store) FileNames() ([]string, error) {
+	m, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(m)), nil
+}
+
+// Delete removes the secret name from the keychain and the file; it
+// returns ErrNotFound when neither held it.
+func (s *Store) Delete(name string) error {
+	if !ValidName(name) {
+		return fmt.Errorf("%q is not a secret name: use 1 to 64 letters, digits, '_', '.' and '-'", name)
+	}
+	found := false
+	if s.keychain != nil {
+		if _, err := s.keychain.Get(Service, name); err == nil {
+			if err := s.keychain.Delete(Service, name); err != nil {
+				return fmt.Errorf("remove %s from the OS keychain: %w", name, err)
+			}
+			found = true
+		}
+	}
+	if err := s.update(func(m map[string]string) bool {
+		_, had := m[name]
+		delete(m, name)
+		found = found || had
+		return had
+	}); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	return nil
 }
 
 // read loads the fallback file; a missing file holds nothing. A file

@@ -35,6 +35,51 @@ func (k *fakeKeychain) Set(service, user, pw string) error {
 	return nil
 }
 
+func (k *fakeKeychain) Delete(service, user string) error {
+	if k.down {
+		return errors.New(`exec: "dbus-launch": executable file not found in $PATH`)
+	}
+	if _, ok := k.m[service+"/"+user]; !ok {
+		return errors.New("secret not found in keyring")
+	}
+	delete(k.m, service+"/"+user)
+	return nil
+}
+
+// TestListAndDelete: Where says where a name is stored, FileNames lists
+// the file's, and Delete removes a secret from both (issue 29).
+func TestListAndDelete(t *testing.T) {
+	dir := t.TempDir()
+	down := NewWith(dir, &fakeKeychain{down: true})
+	if _, err := down.Set("in-file", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	k := &fakeKeychain{m: map[string]string{}}
+	up := NewWith(dir, k)
+	if _, err := up.Set("in-keychain", "v2"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"in-file": "file", "in-keychain": "keychain", "nowhere": ""} {
+		if got, err := up.Where(name); err != nil || got != want {
+			t.Errorf("Where(%s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if names, err := up.FileNames(); err != nil || strings.Join(names, ",") != "in-file" {
+		t.Errorf("FileNames = %v, %v", names, err)
+	}
+	for _, name := range []string{"in-file", "in-keychain"} {
+		if err := up.Delete(name); err != nil {
+			t.Fatalf("Delete(%s): %v", name, err)
+		}
+		if _, err := up.Get(name); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after Delete(%s), Get: %v", name, err)
+		}
+	}
+	if err := up.Delete("nowhere"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Delete of a name stored nowhere: %v", err)
+	}
+}
+
 // TestFallbackFileWithoutKeychain: without a keychain the secret goes to
 // secrets.json in the state dir, mode 0600, and comes back from it.
 func TestFallbackFileWithoutKeychain(t *testing.T) {
