@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -267,9 +269,24 @@ func (p *preview) walk(at string, v any, depth int) {
 			str = str[:cut]
 		}
 		p.add(fmt.Sprintf("- %q: %q%s", at, str, more), len(x))
+		if text, ok := base64Text(x); ok {
+			// Content handed over encoded is shown as what it decodes
+			// to (red team 5: a write's payload in base64 read as noise).
+			p.add(fmt.Sprintf("- %q decoded from base64: %q", at, clip(text)), 0)
+		}
 	case []any:
 		if len(x) == 0 {
 			p.add(fmt.Sprintf("- %q: []", at), 0)
+		}
+		if raw, ok := byteArray(x); ok {
+			// A write's content as an array of bytes shows as the text
+			// it is, once, not as one number a line (red team 5).
+			if utf8.Valid(raw) {
+				p.add(fmt.Sprintf("- %q: %d bytes, as text: %q", at, len(raw), clip(string(raw))), len(raw))
+			} else {
+				p.add(fmt.Sprintf("- %q: %d bytes, not text: %x", at, len(raw), raw[:min(len(raw), previewBytes/2)]), len(raw))
+			}
+			return
 		}
 		for i, e := range x {
 			p.walk(fmt.Sprintf("%s[%d]", at, i), e, depth+1)
@@ -287,6 +304,61 @@ func (p *preview) walk(at string, v any, depth int) {
 		b, _ := json.Marshal(x)
 		p.add(fmt.Sprintf("- %q: %s", at, b), 0)
 	}
+}
+
+// clip cuts s to previewBytes on a character boundary, saying so.
+func clip(s string) string {
+	if len(s) <= previewBytes {
+		return s
+	}
+	cut := previewBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s … (%d bytes in all)", s[:cut], len(s))
+}
+
+// byteArray reads an array of at least four integers 0-255 as the bytes
+// it spells.
+func byteArray(x []any) ([]byte, bool) {
+	if len(x) < 4 {
+		return nil, false
+	}
+	raw := make([]byte, 0, len(x))
+	for _, e := range x {
+		n, ok := e.(json.Number)
+		if !ok {
+			return nil, false
+		}
+		i, err := n.Int64()
+		if err != nil || i < 0 || i > 255 {
+			return nil, false
+		}
+		raw = append(raw, byte(i))
+	}
+	return raw, true
+}
+
+// base64Text decodes s when it is base64 (standard or URL alphabet,
+// padded or not) of at least 12 characters, without white space, whose
+// bytes are UTF-8 text without control characters but line breaks and
+// tabs: what a person needs to read to know what a write will put down.
+func base64Text(s string) (string, bool) {
+	if len(s) < 12 || strings.ContainsAny(s, " \t\r\n") {
+		return "", false
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		raw, err := enc.DecodeString(s)
+		if err != nil || !utf8.Valid(raw) {
+			continue
+		}
+		text := string(raw)
+		if strings.IndexFunc(text, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' }) >= 0 {
+			continue
+		}
+		return text, true
+	}
+	return "", false
 }
 
 // plainKey is a key that reads unambiguously after a dot.
