@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quiver-mcp/quiver/registry"
@@ -31,6 +33,26 @@ type manifests struct {
 	accounts    []corev1.ServiceAccount
 	pdbs        []policyv1.PodDisruptionBudget
 	claims      []corev1.PersistentVolumeClaim
+	monitors    []serviceMonitor
+}
+
+// serviceMonitor is the part of prometheus-operator's
+// monitoring.coreos.com/v1 ServiceMonitor that the chart writes (the
+// operator's Go types would bring its whole module for one object); a
+// field beyond it fails the strict decoding, to be added here knowingly.
+type serviceMonitor struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port          string `json:"port"`
+			Path          string `json:"path"`
+			Interval      string `json:"interval"`
+			ScrapeTimeout string `json:"scrapeTimeout"`
+		} `json:"endpoints"`
+	} `json:"spec"`
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -89,6 +111,10 @@ func readManifests(t *testing.T, file string) manifests {
 			var o corev1.PersistentVolumeClaim
 			decode(&o)
 			m.claims = append(m.claims, o)
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			var o serviceMonitor
+			decode(&o)
+			m.monitors = append(m.monitors, o)
 		default:
 			t.Fatalf("%s, document %d: %s %s is not a kind this test decodes; add it", file, i, meta.APIVersion, meta.Kind)
 		}
@@ -133,11 +159,7 @@ func TestKubernetesManifests(t *testing.T) {
 	d := m.deployments[0]
 	pod := d.Spec.Template.Spec
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
-		got := "unset"
-		if d.Spec.Replicas != nil {
-			got = strconv.Itoa(int(*d.Spec.Replicas))
-		}
-		t.Errorf("replicas = %s, want 2 (the issue's default; values.yaml and NOTES say what one replica changes)", got)
+		t.Errorf("replicas = %s, want 2 (the issue's default; values.yaml and NOTES say what one replica changes)", replicas(d))
 	}
 	if !selects(d.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
 		t.Errorf("the Deployment's selector %v does not match its pods' labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
@@ -298,4 +320,81 @@ func TestKubernetesManifests(t *testing.T) {
 	if pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil {
 		t.Errorf("the PodDisruptionBudget sets neither minAvailable nor maxUnavailable")
 	}
+}
+
+// TestKubernetesManifestsAllOptions checks the chart rendered with every
+// optional part on (deploy/helm/quiver/ci/all-options-values.yaml): the
+// Secret it makes holds what the pod's env names, the state dir is the
+// claim it makes, a ServiceMonitor scrapes the metrics port, and the
+// toggles file is one quiver accepts.
+func TestKubernetesManifestsAllOptions(t *testing.T) {
+	m := readManifests(t, filepath.Join("testdata", "all-options.yaml"))
+	if len(m.deployments) != 1 || len(m.secrets) != 1 || len(m.claims) != 1 || len(m.monitors) != 1 || len(m.services) != 1 || len(m.accounts) != 1 {
+		t.Fatalf("want one Deployment, Secret, PersistentVolumeClaim, ServiceMonitor, Service and ServiceAccount; got %d, %d, %d, %d, %d, %d",
+			len(m.deployments), len(m.secrets), len(m.claims), len(m.monitors), len(m.services), len(m.accounts))
+	}
+	d, sec := m.deployments[0], m.secrets[0]
+	pod := d.Spec.Template.Spec
+	c := pod.Containers[0]
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("with a ReadWriteOnce claim: replicas %s, strategy %q; want 1 and Recreate (the old pod must let go of the volume)", replicas(d), d.Spec.Strategy.Type)
+	}
+	if pod.ServiceAccountName != m.accounts[0].Name {
+		t.Errorf("the pod runs as service account %q, the chart makes %q", pod.ServiceAccountName, m.accounts[0].Name)
+	}
+	for _, e := range c.Env {
+		ref := e.ValueFrom
+		if ref == nil || ref.SecretKeyRef == nil {
+			continue
+		}
+		if ref.SecretKeyRef.Name != sec.Name {
+			t.Errorf("env %s names secret %q, the chart made %q", e.Name, ref.SecretKeyRef.Name, sec.Name)
+		} else if _, ok := sec.Data[ref.SecretKeyRef.Key]; !ok {
+			t.Errorf("env %s names key %q, which the chart's Secret lacks (it has %v)", e.Name, ref.SecretKeyRef.Key, slices.Sorted(maps.Keys(sec.Data)))
+		}
+	}
+	if tok := sec.Data["auth-token"]; len(tok) < 16 {
+		t.Errorf("the Secret's auth-token has %d bytes; quiver refuses fewer than 16", len(tok))
+	}
+	var state *corev1.Volume
+	for i, v := range pod.Volumes {
+		if v.Name == "state" {
+			state = &pod.Volumes[i]
+		}
+	}
+	if state == nil || state.PersistentVolumeClaim == nil || state.PersistentVolumeClaim.ClaimName != m.claims[0].Name {
+		t.Errorf("the state volume is not the claim %q the chart makes", m.claims[0].Name)
+	}
+	if got := c.Args[len(c.Args)-2:]; !slices.Equal(got, []string{"--log-level", "debug"}) {
+		t.Errorf("extraArgs do not end the args: %q", c.Args)
+	}
+
+	sm := m.monitors[0]
+	if !selects(sm.Spec.Selector.MatchLabels, m.services[0].Labels) {
+		t.Errorf("the ServiceMonitor's selector %v does not find the Service (%v)", sm.Spec.Selector.MatchLabels, m.services[0].Labels)
+	}
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || sm.Spec.Endpoints[0].Path != "/metrics" {
+		t.Errorf("the ServiceMonitor scrapes %+v, want /metrics on the Service's metrics port", sm.Spec.Endpoints)
+	}
+	if sm.Metadata.Labels["release"] != "prometheus" {
+		t.Errorf("serviceMonitor.labels are not on the ServiceMonitor: %v", sm.Metadata.Labels)
+	}
+
+	var cm *corev1.ConfigMap
+	for i := range m.configMaps {
+		cm = &m.configMaps[i]
+	}
+	if cm == nil {
+		t.Fatal("no ConfigMap")
+	}
+	if _, err := registry.ParseToggles(registry.TogglesFile, []byte(cm.Data["tools.yaml"])); err != nil || cm.Data["tools.yaml"] == "" {
+		t.Errorf("the ConfigMap's tools.yaml (%q) is not one quiver accepts: %v", cm.Data["tools.yaml"], err)
+	}
+}
+
+func replicas(d appsv1.Deployment) string {
+	if d.Spec.Replicas == nil {
+		return "unset"
+	}
+	return strconv.Itoa(int(*d.Spec.Replicas))
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Renders the Helm chart (deploy/helm/quiver) into plain manifests for
 # people without Helm: deploy/kubernetes/quiver.yaml. CI runs this and then
-# "git diff --exit-code deploy/kubernetes", so the file always matches the
-# chart; deploy/manifests_test.go decodes it into the Kubernetes API types.
+# "git diff --exit-code deploy/kubernetes deploy/testdata", so the files
+# always match the chart; deploy/manifests_test.go decodes them into the
+# Kubernetes API types.
 #
 # The manifests name a Secret the user makes (no token is committed):
 #   kubectl create secret generic quiver --from-literal=auth-token="$(openssl rand -hex 32)"
@@ -25,3 +26,15 @@ out=deploy/kubernetes/quiver.yaml
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "wrote $out"
+
+# Every optional part on (ServiceMonitor, PersistentVolumeClaim, a Secret
+# made from values), for the same test; not for applying.
+all=deploy/testdata/all-options.yaml
+mkdir -p "$(dirname "$all")"
+{
+  echo "# Rendered from deploy/helm/quiver with ci/all-options-values.yaml by"
+  echo "# scripts/render-manifests.sh, for deploy/manifests_test.go; do not edit."
+  helm template quiver deploy/helm/quiver -f deploy/helm/quiver/ci/all-options-values.yaml
+} >"$all.tmp"
+mv "$all.tmp" "$all"
+echo "wrote $all"
