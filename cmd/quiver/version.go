@@ -11,10 +11,12 @@ import (
 	"github.com/quiver-mcp/quiver/registry"
 )
 
-// buildDate is when the binary was built, for a release build that sets
-// it: go build -ldflags "-X main.buildDate=2026-12-02T00:00:00Z". The Go
-// toolchain records the commit and its time, not the build's.
-var buildDate string
+// A release build (the Dockerfile, .goreleaser.yaml) sets these with
+// -ldflags "-X main.version=… -X main.commit=… -X main.buildDate=…": an
+// image is built without .git, so the toolchain records no commit, and it
+// never records the build's time. Unset, version is registry.Version and
+// the commit is the toolchain's.
+var version, commit, buildDate string
 
 // buildInfo is what quiver version prints: enough to tell two builds apart
 // in a bug report.
@@ -40,8 +42,16 @@ func readBuildInfo() buildInfo {
 // buildInfoFrom reads what the toolchain recorded in bi (nil: nothing).
 // A build records its commit only from a clone's own work tree (not a git
 // worktree, whose .git is a file) and unless -buildvcs=false.
-func buildInfoFrom(bi *debug.BuildInfo) buildInfo {
-	b := buildInfo{Version: registry.Version, Built: buildDate, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+func buildInfoFrom(bi *debug.BuildInfo) (b buildInfo) {
+	b = buildInfo{Version: registry.Version, Built: buildDate, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if version != "" {
+		b.Version = version
+	}
+	defer func() {
+		if commit != "" {
+			b.Commit = commit
+		}
+	}()
 	if bi == nil {
 		return b
 	}
