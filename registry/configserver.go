@@ -174,7 +174,11 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			} else if before, pw, after, ok := URLPassword(written); ok && flag == "" {
 				// postgresql://admin:PW@host written as it is: the password
 				// is a secret, and config effective shows the rest.
-				s.Written.Args[i] = before + literal(pw, "password", pw) + after
+				label := "password"
+				if strings.HasSuffix(before, "://") {
+					label = "url-user" // a token as the user name
+				}
+				s.Written.Args[i] = before + literal(pw, label, pw) + after
 			}
 		}
 		s.Cwd, _ = expand(fs.Cwd, never, "cwd")
