@@ -245,6 +245,7 @@ func TestConfigSecretsInURLsAndArgs(t *testing.T) {
 		"FULL": "https://api.example.com/sse?apikey=abcdef123456", "GH_TOKEN": "tok-0123456789",
 		"HOME": "/home/me", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa", "H": "k3y-value-123456",
 		"HDRV": "HdrValue5151", "CONNPW": "ConnPassw0rd2828", "DBU": "DbUserTok3n44", "DIR": "/srv/data",
+		"CONNV": "Server=x;Password=ConnPassw0rd2929",
 	}
 	cfg := mustParse(t, `
 servers:
@@ -259,14 +260,14 @@ servers:
   local:
     command: server
     args: ["--token=${GH_TOKEN}", "--root", "${HOME}/projects", "${OPENAI}", "-H", "X-Api-Key: ${HDRV}",
-      "--conn", "Server=x;Password=${CONNPW}", "postgres://${DBU}@db/x", "--data=${DIR}"]
+      "--conn", "Server=x;Password=${CONNPW}", "postgres://${DBU}@db/x", "--data=${DIR}", "--conn", "${CONNV}"]
 `, vars)
 	got := map[string]bool{}
 	for _, s := range cfg.Secrets {
 		got[s.Var] = true
 	}
 	want := map[string]bool{"K": true, "USERPW": true, "FULL": true, "GH_TOKEN": true, "OPENAI": true, "H": true,
-		"HDRV": true, "CONNPW": true, "DBU": true}
+		"HDRV": true, "CONNPW": true, "DBU": true, "CONNV": true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("secrets %v; want %v (not HOST, not HOME, not DIR)", got, want)
 	}

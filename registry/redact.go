@@ -46,6 +46,11 @@ var secretName = regexp.MustCompile(`(?i)token|key|secret|passw|credential|auth|
 // or a user name alone (https://TOKEN@host): see urlUserSecret.
 var urlPassword = regexp.MustCompile(`://[^/\s:@?#]+(:[^/\s@]+)?@`)
 
+// connSecret matches a connection string's or a query's secret part
+// (Server=x;Password=PW, ...&token=T): a value that holds one is a
+// secret whatever its variable is called (red team rt1, 18d).
+var connSecret = regexp.MustCompile(`(?i)(?:^|[;&?\s])(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token)\s*=\s*[^;&\s]{4,}`)
+
 // hasURLSecret reports whether value holds a url with a password, or with
 // a user name alone that is a token (urlUserSecret).
 func hasURLSecret(value string) bool {
@@ -78,7 +83,7 @@ func urlUserSecret(user string) bool {
 // LooksSecret reports whether a value named name is a secret by its name or
 // by its shape (a GitHub token, an OpenAI key, ...).
 func LooksSecret(name, value string) bool {
-	if secretName.MatchString(name) || hasURLSecret(value) {
+	if secretName.MatchString(name) || hasURLSecret(value) || connSecret.MatchString(value) {
 		return true
 	}
 	for _, c := range credentialShapes {
