@@ -96,7 +96,8 @@ func (x exit) strings(msg []byte, set *settings) []byte {
 // miss, because the blank is, like the character it stands for, neither a
 // word character nor part of a secret. An escape that could stand for a
 // word character (\u0067 is "g", \/ is "/") sends the message to the slow
-// path, where it is decoded.
+// path, where it is decoded. A printable ASCII character (&, <, ", \\)
+// is kept at the end of its escape's blanks: see below.
 func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bool {
 	if bytes.IndexByte(msg, '\\') < 0 {
 		return redact(string(msg)) == string(msg)
@@ -137,8 +138,22 @@ func clean(msg []byte, secrets []registry.Secret, redact func(string) string) bo
 		default:
 			return false
 		}
+		last := view[i+n-1]
 		for j := i; j < i+n; j++ {
 			view[j] = blank
+		}
+		// The character itself, when it is one no secret has, stays at
+		// the escape's end, after blanks: \\x41 and \u0026#65; are
+		// escapes in text, which the redactor decodes (registry's
+		// skeletons) and a blank in their first byte would hide, while
+		// blanks, like white space, are nothing in a skeleton.
+		switch {
+		case n == 2 && (last == '"' || last == '\\'):
+			view[i+n-1] = last
+		case n == 6 && blank == ' ':
+			if r, _ := blankable(msg[i+2 : i+6]); r >= 0x21 && r < 0x7f {
+				view[i+n-1] = byte(r)
+			}
 		}
 		i += n - 1
 	}

@@ -45,6 +45,15 @@ func TestExitJudgesSecretSpellings(t *testing.T) {
 			}
 		})
 	}
+	// A secret split between a key and its value (red team rt1, A18).
+	t.Run("key_value_split", func(t *testing.T) {
+		x := testExit(64<<10, registry.Secret{Var: "RT_SECRET", Value: "Zq7Kp2Lm9Xw4Vb8N"})
+		out := string(x.message([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"Zq7Kp2Lm":"9Xw4Vb8N","other":"x"}}}`)))
+		if !json.Valid([]byte(out)) || !strings.Contains(out, "[redacted:RT_SECRET]") || strings.Contains(out, "Zq7Kp2Lm") ||
+			strings.Contains(out, "9Xw4Vb8N") || !strings.Contains(out, `"other":"x"`) {
+			t.Fatalf("a secret split between a key and its value left in %s", out)
+		}
+	})
 	// Nothing else changes: the same numbers and breaks without a secret
 	// pass byte for byte.
 	for _, msg := range []string{

@@ -497,6 +497,15 @@ func redactValue(v any, redact func(string) string) (any, bool) {
 		for k, e := range x {
 			r, c := redactValue(e, redact)
 			rk := redact(k)
+			if str, ok := e.(string); ok && !c && rk == k {
+				// A reader reads a key with its value: a secret split
+				// between them ({"Zq7Kp2Lm": "9Xw4Vb8N"}) is judged
+				// joined, as the redactor reads a space (its skeleton),
+				// and both go (red team rt1, A18).
+				if joined := k + " " + str; redact(joined) != joined {
+					rk, r, c = redact(joined), "[redacted]", true
+				}
+			}
 			changed = changed || c || rk != k
 			out[rk] = r
 		}

@@ -244,6 +244,8 @@ func TestConfigSecretsInURLsAndArgs(t *testing.T) {
 		"HOST": "mcp.example.com", "K": "topsecretkey12345", "USERPW": "me:hunter2pw",
 		"FULL": "https://api.example.com/sse?apikey=abcdef123456", "GH_TOKEN": "tok-0123456789",
 		"HOME": "/home/me", "OPENAI": "sk-proj-aaaaaaaaaaaaaaaaaaaaaaaa", "H": "k3y-value-123456",
+		"HDRV": "HdrValue5151", "CONNPW": "ConnPassw0rd2828", "DBU": "DbUserTok3n44", "DIR": "/srv/data",
+		"CONNV": "Server=x;Password=ConnPassw0rd2929",
 	}
 	cfg := mustParse(t, `
 servers:
@@ -257,15 +259,17 @@ servers:
     url: https://${HOST}/mcp?k=${H}
   local:
     command: server
-    args: ["--token=${GH_TOKEN}", "--root", "${HOME}/projects", "${OPENAI}"]
+    args: ["--token=${GH_TOKEN}", "--root", "${HOME}/projects", "${OPENAI}", "-H", "X-Api-Key: ${HDRV}",
+      "--conn", "Server=x;Password=${CONNPW}", "postgres://${DBU}@db/x", "--data=${DIR}", "--conn", "${CONNV}"]
 `, vars)
 	got := map[string]bool{}
 	for _, s := range cfg.Secrets {
 		got[s.Var] = true
 	}
-	want := map[string]bool{"K": true, "USERPW": true, "FULL": true, "GH_TOKEN": true, "OPENAI": true, "H": true}
+	want := map[string]bool{"K": true, "USERPW": true, "FULL": true, "GH_TOKEN": true, "OPENAI": true, "H": true,
+		"HDRV": true, "CONNPW": true, "DBU": true, "CONNV": true}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("secrets %v; want %v (not HOST, not HOME)", got, want)
+		t.Errorf("secrets %v; want %v (not HOST, not HOME, not DIR)", got, want)
 	}
 	if r := Redact(`Post "https://mcp.example.com/mcp?key=topsecretkey12345": EOF`, cfg.Secrets); r != `Post "https://mcp.example.com/mcp?key=[redacted:K]": EOF` {
 		t.Errorf("an error quoting the url reads %q", r)

@@ -151,10 +151,21 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			} else {
 				secretArg = afterFlag
 			}
+			if flag == "" && !strings.HasPrefix(written, "-") && strings.Contains(written, "${") {
+				// "X-Api-Key: ${HDRV}", "Server=x;Password=${PW}": a
+				// variable after a secret's name in the same argument
+				// is the secret (red team rt1, 18d).
+				named := secretArg
+				secretArg = func(name, val string) bool {
+					i := strings.Index(written, "${"+name+"}")
+					return named(name, val) || i > 0 && secretName.MatchString(written[:i])
+				}
+			}
 			if _, pw, _, ok := URLPassword(written); ok && flag == "" && strings.Contains(pw, "${") {
 				// postgresql://me:${DB_PASSWORD}@host: what stands for the
 				// password is a secret, whatever the variable's name.
-				secretArg = func(name, val string) bool { return LooksSecret(name, val) || strings.Contains(pw, "${"+name+"}") }
+				named := secretArg
+				secretArg = func(name, val string) bool { return named(name, val) || strings.Contains(pw, "${"+name+"}") }
 			}
 			a, _ = expand(a, secretArg, "args")
 			s.Args = append(s.Args, a)
@@ -163,7 +174,11 @@ func (p *parser) server(name string, fs *fileServer) *Server {
 			} else if before, pw, after, ok := URLPassword(written); ok && flag == "" {
 				// postgresql://admin:PW@host written as it is: the password
 				// is a secret, and config effective shows the rest.
-				s.Written.Args[i] = before + literal(pw, "password", pw) + after
+				label := "password"
+				if strings.HasSuffix(before, "://") {
+					label = "url-user" // a token as the user name
+				}
+				s.Written.Args[i] = before + literal(pw, label, pw) + after
 			}
 		}
 		s.Cwd, _ = expand(fs.Cwd, never, "cwd")

@@ -3,7 +3,6 @@ package registry
 import (
 	"maps"
 	"net/url"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -148,10 +147,12 @@ func envSecrets(servers []Server, environ []string, have []Secret) []Secret {
 			switch {
 			case LooksSecret("", value):
 				add(Secret{Var: name, Value: value})
-				if m := urlPasswordPart.FindStringSubmatch(value); m != nil {
-					add(Secret{Var: name, Value: m[1]})
-					if pw, err := url.PathUnescape(m[1]); err == nil {
-						add(Secret{Var: name, Value: pw})
+				if _, pw, _, ok := URLPassword(value); ok {
+					// The password, or a token given as the user name
+					// (UV_INDEX_URL=https://TOKEN@pypi.fury.io/acme/).
+					add(Secret{Var: name, Value: pw})
+					if d, err := url.PathUnescape(pw); err == nil {
+						add(Secret{Var: name, Value: d})
 					}
 				}
 			case secretName.MatchString(name) && envNamedSecret(value):
@@ -161,9 +162,6 @@ func envSecrets(servers []Server, environ []string, have []Secret) []Secret {
 	}
 	return out
 }
-
-// urlPasswordPart is the password of a url with one in it (urlPassword).
-var urlPasswordPart = regexp.MustCompile(`://[^/\s:@]+:([^/\s@]+)@`)
 
 // envNamedSecret reports whether value, under a secret's name in quiver's
 // environment, is the secret and not a setting: "true", "0", "none" or a

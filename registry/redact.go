@@ -2,14 +2,17 @@ package registry
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode"
 	"unicode/utf16"
 )
 
@@ -39,13 +42,48 @@ var credentialShapes = []struct {
 // hold secrets (GITHUB_TOKEN, api_key, X-Api-Key, DB_PASSWORD, ...).
 var secretName = regexp.MustCompile(`(?i)token|key|secret|passw|credential|auth|cookie|(^|_)pat($|_)`)
 
-// urlPassword matches a url with a password in it (postgres://me:pw@host).
-var urlPassword = regexp.MustCompile(`://[^/\s:@]+:[^/\s@]+@`)
+// urlPassword matches a url with a password in it (postgres://me:pw@host)
+// or a user name alone (https://TOKEN@host): see urlUserSecret.
+var urlPassword = regexp.MustCompile(`://[^/\s:@?#]+(:[^/\s@]+)?@`)
+
+// connSecret matches a connection string's or a query's secret part
+// (Server=x;Password=PW, ...&token=T): a value that holds one is a
+// secret whatever its variable is called (red team rt1, 18d).
+var connSecret = regexp.MustCompile(`(?i)(?:^|[;&?\s])(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth[_-]?token)\s*=\s*[^;&\s]{4,}`)
+
+// hasURLSecret reports whether value holds a url with a password, or with
+// a user name alone that is a token (urlUserSecret).
+func hasURLSecret(value string) bool {
+	for _, m := range urlPassword.FindAllStringSubmatchIndex(value, -1) {
+		if m[2] >= 0 {
+			return true
+		}
+		if urlUserSecret(value[m[0]+3 : m[1]-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlUserSecret reports whether user, a url's user name given without a
+// password, is a secret: a token carried as the user name
+// (https://TOKEN@pypi.fury.io/acme/, https://TOKEN@github.com/...), or a
+// ${VAR} standing for one. "postgres", "git" or "deploy" are names, not
+// tokens: 8 characters or more with both letters and digits in them is.
+func urlUserSecret(user string) bool {
+	if strings.Contains(user, "${") {
+		return true
+	}
+	if len(user) < 8 || strings.ContainsAny(user, " \t") {
+		return false
+	}
+	return strings.ContainsAny(user, "0123456789") && strings.IndexFunc(user, unicode.IsLetter) >= 0
+}
 
 // LooksSecret reports whether a value named name is a secret by its name or
 // by its shape (a GitHub token, an OpenAI key, ...).
 func LooksSecret(name, value string) bool {
-	if secretName.MatchString(name) || urlPassword.MatchString(value) {
+	if secretName.MatchString(name) || hasURLSecret(value) || connSecret.MatchString(value) {
 		return true
 	}
 	for _, c := range credentialShapes {
@@ -138,6 +176,16 @@ func formGroups(sec Secret) []formGroup {
 	for _, q := range quotedForms(v) {
 		add(q)
 	}
+	// Whole encodings a server or a shell applies to a value on its own
+	// (red team rt1, A15–A17): base32; UTF-16LE in base64 and hex (how
+	// PowerShell's -EncodedCommand and Windows dumps carry text); a
+	// hex-valued secret's bytes in base64; a digits secret's value in hex.
+	// Only the secret as the whole data: not at other alignments.
+	for _, w := range wholeEncodings(v) {
+		if len(w) >= minBase64Core {
+			add(w)
+		}
+	}
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for align := range 3 {
 			core := base64Core(enc, v, align)
@@ -158,6 +206,27 @@ func formGroups(sec Secret) []formGroup {
 	slices.SortStableFunc(out, func(a, b formGroup) int { return len(b.text) - len(a.text) })
 	for i := range out {
 		slices.SortStableFunc(out[i].longer, func(a, b string) int { return len(b) - len(a) })
+	}
+	return out
+}
+
+// wholeEncodings are v's encodings as the whole of the encoded data: see
+// formGroups.
+func wholeEncodings(v string) []string {
+	var out []string
+	b32 := base32.StdEncoding.EncodeToString([]byte(v))
+	out = append(out, b32, strings.TrimRight(b32, "="))
+	u16 := make([]byte, 0, 2*len(v))
+	for _, c := range utf16.Encode([]rune(v)) {
+		u16 = append(u16, byte(c), byte(c>>8))
+	}
+	out = append(out, base64.RawStdEncoding.EncodeToString(u16), hex.EncodeToString(u16), strings.ToUpper(hex.EncodeToString(u16)))
+	if raw, err := hex.DecodeString(v); err == nil && len(raw) >= 6 {
+		out = append(out, base64.RawStdEncoding.EncodeToString(raw), base64.RawURLEncoding.EncodeToString(raw))
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil && strings.Trim(v, "0123456789") == "" {
+		x := strconv.FormatUint(n, 16)
+		out = append(out, x, strings.ToUpper(x))
 	}
 	return out
 }
@@ -255,6 +324,7 @@ type Redactor struct {
 	forms  []formGroup // the longest first
 	spread spreadForms // looked for across line breaks and percent escapes
 	digits []digitSecret
+	skel   skeletons // looked for in every text's skeleton (redactskel.go)
 }
 
 // NewRedactor returns a Redactor for secrets. The caller's slice is
@@ -270,6 +340,7 @@ func NewRedactor(secrets []Secret) *Redactor {
 	slices.SortStableFunc(r.forms, func(a, b formGroup) int { return len(b.text) - len(a.text) })
 	r.spread = newSpreadForms(secrets)
 	r.digits = digitSecrets(secrets)
+	r.skel = newSkeletons(secrets)
 	return r
 }
 
@@ -300,7 +371,7 @@ func (r *Redactor) Redact(s string) string {
 		}
 		s = c.re.ReplaceAllString(s, "[redacted:"+c.name+"]")
 	}
-	return r.spread.redact(s)
+	return r.skel.redact(r.spread.redact(s))
 }
 
 // Redact replaces every known secret in s with [redacted:VAR] and every
@@ -364,7 +435,7 @@ func literalSecret(name, value string) string {
 // --token-file style values under --token) nor too short to matter.
 func flagSecret(value string) bool {
 	return len(value) >= 4 && !strings.ContainsAny(value, " \t\n") && !strings.HasPrefix(value, "/") &&
-		!strings.HasPrefix(value, "~") && !strings.HasPrefix(value, ".") && !(strings.Contains(value, "://") && !urlPassword.MatchString(value))
+		!strings.HasPrefix(value, "~") && !strings.HasPrefix(value, ".") && !(strings.Contains(value, "://") && !hasURLSecret(value))
 }
 
 // SecretFlag reports whether arg is a flag whose value is a secret
@@ -378,7 +449,9 @@ func SecretFlag(arg string) (string, bool) { return secretFlag(arg) }
 func FlagSecret(value string) bool { return flagSecret(value) }
 
 // URLPassword splits s, a url with a password (scheme://user:PW@host…),
-// around the password; ok is false for anything else.
+// around the password, or a url with a token for its user name and no
+// password (scheme://TOKEN@host…, see urlUserSecret) around the user
+// name; ok is false for anything else.
 func URLPassword(s string) (before, pw, after string, ok bool) {
 	i := strings.Index(s, "://")
 	if i < 0 {
@@ -394,6 +467,9 @@ func URLPassword(s string) (before, pw, after string, ok bool) {
 		return "", "", "", false
 	}
 	user, pw, found := strings.Cut(rest[:at], ":")
+	if !found && urlUserSecret(user) {
+		return s[:i+3], user, s[i+3+len(user):], true
+	}
 	if !found || user == "" || pw == "" || strings.ContainsAny(pw, " \t") {
 		return "", "", "", false
 	}

@@ -110,19 +110,68 @@ func variants(secret string, at int) []string {
 	return out
 }
 
+// skeletonVariants are the spellings of an ASCII secret whose skeleton is
+// long enough to be judged by it (redactskel.go) that keep its skeleton:
+// invisible characters, white space, separated hex, character
+// references, text escapes, doubled percent-encoding, quoted-printable,
+// other case and full width.
+func skeletonVariants(secret string, at int) []string {
+	for i := 0; i < len(secret); i++ {
+		if secret[i] < 0x21 || secret[i] > 0x7e {
+			return nil
+		}
+	}
+	if len(skeletonRunes(plainUnits(secret))) < minSkeleton {
+		return nil
+	}
+	at = 1 + at%(len(secret)-1)
+	each := func(f string, sep string) string {
+		parts := make([]string, len(secret))
+		for i := 0; i < len(secret); i++ {
+			parts[i] = fmt.Sprintf(f, secret[i])
+		}
+		return strings.Join(parts, sep)
+	}
+	var full strings.Builder
+	for i := 0; i < len(secret); i++ {
+		full.WriteRune(rune(secret[i]) + 0xFEE0)
+	}
+	return []string{
+		secret[:at] + "\u200b" + secret[at:],
+		secret[:at] + "\u00ad" + secret[at:],
+		secret[:at] + " " + secret[at:],
+		secret[:at] + "\t" + secret[at:],
+		each("%02x", " "),
+		each("%02X", ":"),
+		each("&#%d;", ""),
+		each("&#x%x;", ""),
+		each("%%25%02X", ""),
+		each(`\x%02x`, ""),
+		each(`\u%04x`, ""),
+		each(`\%03o`, ""),
+		each("=%02X", ""),
+		strings.ToUpper(secret),
+		strings.ToLower(secret),
+		full.String(),
+	}
+}
+
 // FuzzRedactVariants: whatever surrounds it, no spelling of a secret
-// (variants) survives redaction.
+// (variants, skeletonVariants) survives redaction.
 func FuzzRedactVariants(f *testing.F) {
 	f.Add("739182046551", "id: ", " ok", 3)
 	f.Add("Zq8-xV2kLw9pT", "line\n", "\nmore", 5)
 	f.Add("a%41b-secret", "%", "%4", 1)
 	f.Add("00004200", "x=", "e5", 2)
+	f.Add("Zq7Kp2Lm9Xw4Vb8N", "\\", "&", 7)
+	f.Add("73918204", "%", "=", 4)
+	f.Add(`p@ss<w0rd&x>"q\z'9`, "&#", ";", 3)
 	f.Fuzz(func(t *testing.T, secret, before, after string, at int) {
 		if len(secret) < 4 || strings.ContainsAny(secret, "\r\n") || at < 0 {
 			return
 		}
 		r := NewRedactor([]Secret{{Var: "S", Value: secret}})
-		for _, v := range variants(secret, at) {
+		for _, v := range append(variants(secret, at), skeletonVariants(secret, at)...) {
 			got := r.Redact(before + v + after)
 			if strings.Contains(got, v) && !strings.Contains(before+after, v) {
 				t.Fatalf("secret %q: Redact(%q) = %q still holds %q", secret, before+v+after, got, v)

@@ -184,6 +184,16 @@ func BenchmarkRedact(b *testing.B) {
 			Redact(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}]}}`, secrets)
 		}
 	})
+	// A text with escapes in it (a JSON document or HTML inside a text):
+	// the skeleton views are built (redactskel.go).
+	escaped := strings.Repeat(`{"a":"x\\ny &amp; 50%25 done"} `, 1<<10/32)
+	b.Run("Redactor_escaped_1KiB", func(b *testing.B) {
+		r := NewRedactor(secrets)
+		b.SetBytes(int64(len(escaped)))
+		for b.Loop() {
+			r.Redact(escaped)
+		}
+	})
 	b.Run("Redactor_small", func(b *testing.B) {
 		r := NewRedactor(secrets)
 		for b.Loop() {
