@@ -159,16 +159,20 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		opts.MaxSessions = 1000
 	}
 	// Check the config before opening the ledger; the gate is built below.
-	if _, err := newSettings(cfg, opts.StateDir, ""); err != nil {
+	chk, err := newSettings(cfg, opts.StateDir, "")
+	if err != nil {
 		return nil, err
 	}
-	workDir, err := childFolders(opts.StateDir)
+	workDir, err := childFolders(opts.StateDir, chk.gate.Fenced, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	var ledger *gate.Ledger
 	gopts := []gate.Option{gate.WithProtected(absPaths(cfg.Path, opts.Protected)...),
-		gate.WithSecrets(absPaths(opts.StateDir, opts.Secrets)...), gate.WithChildFolders(workDir)}
+		gate.WithSecrets(absPaths(opts.StateDir, opts.Secrets)...),
+		// The run folder and all above it that is quiver's: only each
+		// server's own folder in it is a call's (newSettings).
+		gate.WithProtected(workDir)}
 	if opts.StateDir != "" {
 		l, err := gate.OpenLedger(context.Background(), filepath.Join(opts.StateDir, "ledger.db"))
 		if err != nil {
@@ -288,7 +292,37 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 // empty each other's; without a state dir, a temporary one. Close
 // removes it; the folders of quivers that died without closing are
 // removed here, when the process their name carries is gone.
-func childFolders(stateDir string) (string, error) {
+//
+// npm, git and uv look for their configuration in every folder above the
+// one they run in, so no folder above a server's may be one a call can
+// write: the run folder and the state dir are protected, and a state dir
+// that lies in the fence (allowed_dirs: [~] with the default state dir
+// under it) is not used for it: the run folder is made in the system's
+// temporary folder instead, and when that too lies in the fence quiver
+// says so and makes it there all the same (the user's to fence: README,
+// "Security"; give such servers a cwd:).
+func childFolders(stateDir string, fenced func(string) bool, log *slog.Logger) (string, error) {
+	aboveFenced := func(dir string) string {
+		for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+			if fenced(d) {
+				return d
+			}
+			if filepath.Dir(d) == d {
+				return ""
+			}
+		}
+	}
+	if stateDir != "" {
+		if d := aboveFenced(stateDir); d != "" {
+			log.Info("the servers without cwd: run in a folder under the system's temporary folder, not under the state dir: the fence holds a folder above the state dir, and npm, git and uv read files in the folders above the one they run in", "fenced", d)
+			stateDir = ""
+		}
+	}
+	if stateDir == "" {
+		if d := aboveFenced(filepath.Join(os.TempDir(), "x")); d != "" {
+			log.Warn("the fence holds the system's temporary folder, where the servers without cwd: run: a file a model writes there (an .npmrc, a .git folder) is one npm or git would obey at such a server's next start. Give each server a cwd: outside the fence, or fence a narrower folder", "fenced", d)
+		}
+	}
 	parent := ""
 	if stateDir != "" {
 		parent = filepath.Join(stateDir, "run")

@@ -90,7 +90,9 @@ func ChildDir(workDir string, s Server) string {
 	if s.Cwd != "" || s.Transport != TransportStdio {
 		return s.Cwd
 	}
-	return filepath.Join(workDir, s.Name)
+	// "srv-": no server's folder is named like one a tool looks for
+	// above the folder it runs in (a server called node_modules).
+	return filepath.Join(workDir, "srv-"+s.Name)
 }
 
 // prepareChildDir makes the folder a server without cwd: runs in, empty.

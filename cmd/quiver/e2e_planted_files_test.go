@@ -315,3 +315,55 @@ fence:
 		t.Fatalf("control: a project folder inside the fence: %s", toolresult.Text(res))
 	}
 }
+
+// The red team's 48b and 48c: a server with path_base: cwd and no cwd:
+// (as the shipped example server) writes, with relative paths only, next
+// to its own folder: ../package.json, ../.npmrc and ../t.cjs (npx walks
+// up to the first package.json and obeys the .npmrc there), or
+// ../.git/config with a core.fsmonitor command (git walks up to the
+// first .git). The folder above a server's is quiver's run folder: every
+// such write is refused, and nothing lands there; the server's own folder
+// stays the model's to write.
+func TestNothingWrittenAboveAServersFolder(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	cfg := fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  w:
+    command: %[1]q
+    env: {%[2]s: "1"}
+    path_base: cwd
+  mini:
+    command: %[1]q
+    env: {%[2]s: "1"}
+fence:
+  allowed_dirs: [%[3]q]
+%[4]s`, testBinary(t), plantedMiniEnv, project, allowAll)
+	h, _, _ := launch{cfg: cfg, dir: project}.start(t)
+	h.waitTools("w__write_file", "mini__started")
+	if res := h.call("w__write_file", map[string]any{"path": "notes.txt", "text": "ok"}); res.IsError {
+		t.Fatalf("control: a plain name lands in the server's own folder, inside the fence: %s", toolresult.Text(res))
+	}
+	got := startedAs(t, h)
+	run := filepath.Dir(got.Cwd)
+	for name, text := range map[string]string{
+		"../package.json":            "{}",
+		"../.npmrc":                  "node-options=--require ../t.cjs",
+		"../t.cjs":                   "require('fs').writeFileSync('pwned', 'ran')",
+		"../.git/config":             "[core] fsmonitor = \"echo ran > pwned; false\"",
+		"../.git/HEAD":               "ref: refs/heads/main",
+		filepath.Join(run, ".npmrc"): "node-options=--require ./t.cjs",
+		filepath.Join(filepath.Dir(run), "package.json"): "{}",
+	} {
+		wantRefusal(t, h.call("w__write_file", map[string]any{"path": name, "text": text}), "deny.protected_path")
+	}
+	entries, _ := os.ReadDir(run)
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "srv-") {
+			continue
+		}
+		t.Errorf("the run folder above the servers' holds %s, which a call wrote", e.Name())
+	}
+}
