@@ -66,7 +66,11 @@ func newSettings(cfg *registry.Config, stateDir, workDir string, gopts ...gate.O
 	}
 	policy.AllowedDirs = sec.Fence.AllowedDirs
 	policy.OutsideFence = sec.Fence.OutsideFence
-	g, err := gate.New(policy, append(slices.Clip(gopts), gate.WithChildFolders(childDirs(cfg, workDir)...))...)
+	// skills.dirs are folders quiver reads instructions from and lists
+	// beside its own: a model that wrote a skill there would speak in
+	// search answers. They are quiver's files, as servers.yaml is.
+	g, err := gate.New(policy, append(slices.Clip(gopts), gate.WithChildFolders(childDirs(cfg, workDir)...),
+		gate.WithProtected(absPaths("", cfg.Skills.Dirs)...))...)
 	if pe := (*gate.PolicyError)(nil); errors.As(err, &pe) {
 		// Point at the value in servers.yaml: the fence's keys are under
 		// fence:, the rest under policy:.
