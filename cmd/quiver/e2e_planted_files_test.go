@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -365,5 +366,40 @@ fence:
 			continue
 		}
 		t.Errorf("the run folder above the servers' holds %s, which a call wrote", e.Name())
+	}
+}
+
+// When the fence holds every place quiver could make its servers' folders
+// in (here the system's temporary folder, which holds the state dir too),
+// a server without cwd: does not start: it is down with a sentence that
+// says to give it a cwd:. A server with one runs.
+func TestServerWithoutCwdUnderAFencedFolderDoesNotStart(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	cfg := fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  mini:
+    command: %[1]q
+    env: {%[2]s: "1"}
+  placed:
+    command: %[1]q
+    env: {%[2]s: "1"}
+    cwd: %[3]q
+fence:
+  allowed_dirs: [%[4]q]
+%[5]s`, testBinary(t), plantedMiniEnv, project, os.TempDir(), allowAll)
+	var log syncBuffer
+	h, _, _ := launch{cfg: cfg, stderr: &log}.start(t)
+	h.waitTools("placed__started")
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(log.String(), `server \"mini\" has no cwd:`) ||
+		!strings.Contains(log.String(), `Give server \"mini\" a cwd:`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("quiver never said why mini is down nor how to fix it:\n%s", log.String())
+		}
+	}
+	if names, _ := h.list(); slices.Contains(names, "mini__started") {
+		t.Errorf("mini started in a folder under the fence: %v", names)
 	}
 }
