@@ -365,15 +365,23 @@ func (g *Gate) Effective() Policy {
 }
 
 // Fenced reports whether the absolute path dir is inside one of the
-// fence's allowed_dirs, as the gate resolves both: a folder a call may
-// write with no card. quiver asks it of the folders above its run folder
-// before a server runs there (proxy.childFolders).
+// fence's allowed_dirs, or a root a session of this gate has sent, as
+// the gate resolves both: a folder a call may write with no card. quiver
+// asks it of the folders above its run folder before a server runs there
+// (proxy.childFolders, Server.childDirSafe).
 func (g *Gate) Fenced(dir string) bool {
 	r, err := g.res.resolveRoot(dir)
 	if err != nil {
 		r = g.res.clean(dir)
 	}
-	return g.res.insideAny(r, g.p.roots) || g.res.insideAny(g.res.clean(dir), g.p.roots)
+	roots := slices.Clone(g.p.roots)
+	g.roots.Range(func(k, v any) bool {
+		if !strings.HasPrefix(k.(string), "cwd:") { // a server's folder, not a root
+			roots = append(roots, v.(string))
+		}
+		return true
+	})
+	return g.res.insideAny(r, roots) || g.res.insideAny(g.res.clean(dir), roots)
 }
 
 // ApprovalTimeout is how long the proxy should wait for a person to
