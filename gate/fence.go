@@ -44,8 +44,9 @@ import (
 // Reading an ancestor (listing a home folder) stays allowed: it shows that
 // the files exist, not what they hold; but not an ancestor of those that
 // hold secrets (WithSecrets), since a tool given a folder may walk into
-// it. The folders quiver's servers run in (WithChildFolders) lie inside
-// the state dir and are not protected. The check compares resolved paths:
+// it. The folders quiver's servers run in (WithChildFolders), each
+// server's own, lie inside the fence and are not protected; the run folder
+// above them is. The check compares resolved paths:
 // a hard link to a protected file, made elsewhere, is not recognised (no
 // tool can make one inside the protected folders, which is where it would
 // have to start).

@@ -213,7 +213,7 @@ type Gate struct {
 	// folder above one is refused to a read too.
 	secret map[string]bool
 	// children are the folders quiver's servers run in (WithChildFolders),
-	// as resolved and as written: inside protected, not protected.
+	// as resolved and as written: inside the fence, not protected.
 	children []string
 	// roots holds each session root as first resolved (string -> string):
 	// a root folder turned into a link to / later must not widen the fence.
@@ -266,12 +266,15 @@ func WithSecrets(paths ...string) Option {
 }
 
 // WithChildFolders names the folders quiver's stdio servers run in when
-// their entry gives no cwd: (registry.ChildDir). They lie in the state
-// dir, but they are not quiver's files: each is emptied before its
-// server starts, so what a call writes there outlives no start, and a
-// server's plain names ({"q": "notes"}) land there. A reading inside one
-// is not refused as protected; a reading that climbs out of it is judged
-// as any other.
+// their entry gives no cwd: (registry.ChildDir), each server's own. They
+// lie in quiver's run folder, but they are not quiver's files: each is
+// emptied before its server starts, so what a call writes there outlives
+// no start, and a server's plain names ({"q": "notes"}) land there. They
+// are inside the fence, and a reading inside one is not refused as
+// protected. Only they are: the run folder that holds them, and every
+// folder above it that is quiver's, stay protected, since npm, git and
+// uv look for their configuration in the parents of the folder they run
+// in (ARCHITECTURE.md, "Starting servers").
 func WithChildFolders(dirs ...string) Option {
 	return func(o *options) { o.children = append(o.children, dirs...) }
 }
@@ -327,18 +330,21 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 			return nil, err
 		}
 		children = append(children, qs...)
+		// Inside the fence: a server's plain names land there.
+		if !contains(cp.roots, qs[0]) {
+			cp.roots = append(cp.roots, qs[0])
+		}
 	}
 	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger, protected: protected, secret: secret, children: children}, nil
 }
 
 // Effective is the policy the gate runs with, every default filled in: the
-// fence's roots as resolved (the state dir among them), what a path
+// fence's roots as resolved (the servers' own folders among them), what a path
 // outside gets, each class's verdict, the correction budget and the
 // approval wait. It is for showing (quiver config effective).
 func (g *Gate) Effective() Policy {
 	p := g.written
 	p.AllowedDirs = slices.Clone(g.p.roots)
-	p.StateDir = ""
 	p.OutsideFence = "ask"
 	if g.p.outsideDeny {
 		p.OutsideFence = "deny"
@@ -356,6 +362,26 @@ func (g *Gate) Effective() Policy {
 		}
 	}
 	return p
+}
+
+// Fenced reports whether the absolute path dir is inside one of the
+// fence's allowed_dirs, or a root a session of this gate has sent, as
+// the gate resolves both: a folder a call may write with no card. quiver
+// asks it of the folders above its run folder before a server runs there
+// (proxy.childFolders, Server.childDirSafe).
+func (g *Gate) Fenced(dir string) bool {
+	r, err := g.res.resolveRoot(dir)
+	if err != nil {
+		r = g.res.clean(dir)
+	}
+	roots := slices.Clone(g.p.roots)
+	g.roots.Range(func(k, v any) bool {
+		if !strings.HasPrefix(k.(string), "cwd:") { // a server's folder, not a root
+			roots = append(roots, v.(string))
+		}
+		return true
+	})
+	return g.res.insideAny(r, roots) || g.res.insideAny(g.res.clean(dir), roots)
 }
 
 // ApprovalTimeout is how long the proxy should wait for a person to

@@ -17,9 +17,6 @@ type Policy struct {
 	// AllowedDirs are the fence's roots (fence.allowed_dirs). "~" is
 	// expanded; relative entries are refused by New.
 	AllowedDirs []string `yaml:"allowed_dirs"`
-	// StateDir is quiver's own state directory, always inside the fence.
-	// Set by the program, not by the user.
-	StateDir string `yaml:"-"`
 	// OutsideFence is what a path outside every root gets: "ask" (the
 	// default) or "deny" (unattended setups with nobody to ask).
 	OutsideFence string `yaml:"outside_fence"`
@@ -154,11 +151,7 @@ func compilePolicy(p Policy, r *resolver) (compiledPolicy, error) {
 		return cp, &PolicyError{Key: []string{"outside_fence"}, Err: fmt.Errorf("%q is not ask or deny", p.OutsideFence)}
 	}
 
-	dirs := append([]string(nil), p.AllowedDirs...)
-	if p.StateDir != "" {
-		dirs = append(dirs, p.StateDir)
-	}
-	for i, d := range dirs {
+	for i, d := range p.AllowedDirs {
 		key := []string{"allowed_dirs", fmt.Sprintf("[%d]", i)}
 		if strings.TrimSpace(d) == "" {
 			return cp, &PolicyError{Key: key, Err: errors.New("empty entry; give a folder, like ~/projects")}

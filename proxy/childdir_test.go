@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,7 @@ func TestChildFoldersOfDeadQuiversAreRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir, err := childFolders(state)
+	dir, err := childFolders(state, func(string) bool { return false }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,5 +33,27 @@ func TestChildFoldersOfDeadQuiversAreRemoved(t *testing.T) {
 	}
 	if filepath.Dir(dir) != filepath.Join(state, "run") {
 		t.Errorf("childFolders = %s, want a folder in %s", dir, filepath.Join(state, "run"))
+	}
+}
+
+// A state dir under a folder the fence holds (allowed_dirs: [~] with the
+// default state dir under it) does not hold the servers' folders: a call
+// could write an .npmrc or a .git in a folder above them that is not
+// quiver's, and npm or git would obey it at a server's next start.
+func TestChildFoldersLeaveAStateDirUnderTheFence(t *testing.T) {
+	home := t.TempDir()
+	state := filepath.Join(home, ".local", "state", "quiver")
+	fenced := func(d string) bool {
+		return d == home || len(d) > len(home) && d[:len(home)+1] == home+string(filepath.Separator)
+	}
+	dir, err := childFolders(state, fenced, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for d := filepath.Dir(dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if fenced(d) {
+			t.Fatalf("childFolders = %s, under %s, which the fence holds", dir, d)
+		}
 	}
 }

@@ -66,8 +66,11 @@ func newSettings(cfg *registry.Config, stateDir, workDir string, gopts ...gate.O
 	}
 	policy.AllowedDirs = sec.Fence.AllowedDirs
 	policy.OutsideFence = sec.Fence.OutsideFence
-	policy.StateDir = stateDir
-	g, err := gate.New(policy, gopts...)
+	// skills.dirs are folders quiver reads instructions from and lists
+	// beside its own: a model that wrote a skill there would speak in
+	// search answers. They are quiver's files, as servers.yaml is.
+	g, err := gate.New(policy, append(slices.Clip(gopts), gate.WithChildFolders(childDirs(cfg, workDir)...),
+		gate.WithProtected(absPaths("", cfg.Skills.Dirs)...))...)
 	if pe := (*gate.PolicyError)(nil); errors.As(err, &pe) {
 		// Point at the value in servers.yaml: the fence's keys are under
 		// fence:, the rest under policy:.
@@ -81,6 +84,22 @@ func newSettings(cfg *registry.Config, stateDir, workDir string, gopts ...gate.O
 		return nil, fmt.Errorf("%w: %w", registry.ErrInvalidConfig, err)
 	}
 	return &settings{cfg: cfg, gate: g, redact: redactorFor(cfg, stateDir), frames: frames(cfg, workDir)}, nil
+}
+
+// childDirs are the folders cfg's stdio servers without cwd: run in, each
+// its own under workDir (registry.ChildDir): the only folders of quiver's
+// run folder a call may reach. workDir itself is protected (proxy.New).
+func childDirs(cfg *registry.Config, workDir string) []string {
+	if workDir == "" {
+		return nil
+	}
+	var out []string
+	for _, srv := range cfg.Servers {
+		if srv.Transport == registry.TransportStdio && srv.Cwd == "" {
+			out = append(out, registry.ChildDir(workDir, srv))
+		}
+	}
+	return out
 }
 
 // cfg is the configuration in force (before the first install, during

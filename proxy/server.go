@@ -159,16 +159,20 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		opts.MaxSessions = 1000
 	}
 	// Check the config before opening the ledger; the gate is built below.
-	if _, err := newSettings(cfg, opts.StateDir, ""); err != nil {
+	chk, err := newSettings(cfg, opts.StateDir, "")
+	if err != nil {
 		return nil, err
 	}
-	workDir, err := childFolders(opts.StateDir)
+	workDir, err := childFolders(opts.StateDir, chk.gate.Fenced, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	var ledger *gate.Ledger
 	gopts := []gate.Option{gate.WithProtected(absPaths(cfg.Path, opts.Protected)...),
-		gate.WithSecrets(absPaths(opts.StateDir, opts.Secrets)...), gate.WithChildFolders(workDir)}
+		gate.WithSecrets(absPaths(opts.StateDir, opts.Secrets)...),
+		// The run folder and all above it that is quiver's: only each
+		// server's own folder in it is a call's (newSettings).
+		gate.WithProtected(workDir)}
 	if opts.StateDir != "" {
 		l, err := gate.OpenLedger(context.Background(), filepath.Join(opts.StateDir, "ledger.db"))
 		if err != nil {
@@ -229,6 +233,7 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 		Pinning:             s.pinMode,
 		Judge:               PinJudge(),
 		WorkDir:             workDir,
+		ChildDirSafe:        s.childDirSafe,
 	}
 	if ledger != nil {
 		ropts.Pins = NewPinStore(ledger)
@@ -288,7 +293,37 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 // empty each other's; without a state dir, a temporary one. Close
 // removes it; the folders of quivers that died without closing are
 // removed here, when the process their name carries is gone.
-func childFolders(stateDir string) (string, error) {
+//
+// npm, git and uv look for their configuration in every folder above the
+// one they run in, so no folder above a server's may be one a call can
+// write: the run folder and the state dir are protected, and a state dir
+// that lies in the fence (allowed_dirs: [~] with the default state dir
+// under it) is not used for it: the run folder is made in the system's
+// temporary folder instead, and when that too lies in the fence quiver
+// says so, makes it there all the same, and childDirSafe keeps the
+// servers without cwd: from starting in it (give them a cwd:).
+func childFolders(stateDir string, fenced func(string) bool, log *slog.Logger) (string, error) {
+	aboveFenced := func(dir string) string {
+		for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+			if fenced(d) {
+				return d
+			}
+			if filepath.Dir(d) == d {
+				return ""
+			}
+		}
+	}
+	if stateDir != "" {
+		if d := aboveFenced(stateDir); d != "" {
+			log.Info("the servers without cwd: run in a folder under the system's temporary folder, not under the state dir: the fence holds a folder above the state dir, and npm, git and uv read files in the folders above the one they run in", "fenced", d)
+			stateDir = ""
+		}
+	}
+	if stateDir == "" {
+		if d := aboveFenced(filepath.Join(os.TempDir(), "x")); d != "" {
+			log.Warn("the fence holds a folder above the system's temporary folder too, so the servers without cwd: will not start: a file a model writes there (an .npmrc, a .git folder) is one npm or git would obey. Give each server a cwd: outside the fence, or fence narrower folders", "fenced", d)
+		}
+	}
 	parent := ""
 	if stateDir != "" {
 		parent = filepath.Join(stateDir, "run")
@@ -308,6 +343,31 @@ func childFolders(stateDir string) (string, error) {
 		return "", fmt.Errorf("the servers' working folders: %w", err)
 	}
 	return filepath.Abs(dir)
+}
+
+// childDirSafe refuses to start server in dir, its folder under the run
+// folder, when the fence in force lets a call write a folder above the
+// ones quiver protects (the state dir, or the run folder when it is a
+// temporary one): npm, git and uv would read an .npmrc, a package.json or
+// a .git the model wrote there. childFolders picked a place the fence at
+// start did not hold; a reload or a fence holding the temporary folder
+// gets here.
+func (s *Server) childDirSafe(server, dir string) error {
+	top := s.workDir
+	if s.opts.StateDir != "" {
+		if st, err := filepath.Abs(s.opts.StateDir); err == nil && strings.HasPrefix(s.workDir, st+string(filepath.Separator)) {
+			top = st
+		}
+	}
+	g := s.current().gate
+	for d := filepath.Dir(top); ; d = filepath.Dir(d) {
+		if g.Fenced(d) {
+			return fmt.Errorf("server %q has no cwd:, and the folder quiver would start it in (%s) lies under %s, which the fence lets a model write: npm, git and uv obey files (.npmrc, package.json, .git) in the folders above the one they run in. Give server %q a cwd: in servers.yaml (a folder outside the fence, or one you fence with policy), or fence narrower folders than %s", server, dir, d, server, d)
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
 }
 
 // absPaths are first and more, the empty ones left out, made absolute

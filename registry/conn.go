@@ -549,6 +549,11 @@ func (c *conn) transport(started func(*exec.Cmd)) (transport.Interface, error) {
 					return nil, errors.New("quiver has no working folder of its own to start it in (see the log); give the server a cwd: in servers.yaml")
 				}
 				dir = ChildDir(c.reg.opts.WorkDir, s)
+				if check := c.reg.opts.ChildDirSafe; check != nil {
+					if err := check(s.Name, dir); err != nil {
+						return nil, err
+					}
+				}
 				if err := prepareChildDir(dir); err != nil {
 					return nil, err
 				}

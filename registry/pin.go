@@ -223,10 +223,14 @@ func (p *pinner) check(server string, tools []Tool) {
 		t := &tools[i]
 		name := PinName(t.Name)
 		k := pinKey{server, name}
-		if names[name] > 1 {
-			// Two raw names of one list that pin as one: neither can be
-			// judged against the pin, so neither is offered (the catalog
-			// reports the collision when their exposed names are one).
+		if names[name] > 1 && p.pinned[k] != t.Digest {
+			// Two raw names of one list that pin as one: the one that is
+			// exactly what was pinned (its raw name is in the digest) is
+			// judged as always; any other is held as new, never accepted,
+			// and takes no name from it (Registry.build: a held
+			// definition has no effect until accepted). When none is
+			// the pinned one, none is offered (the catalog reports the
+			// collision when their exposed names are one).
 			t.Held = &Hold{Diff: Diff{{Kind: ChangeName, New: t.Name,
 				Flag: "its server offers two tools under this name once names are limited to [A-Za-z0-9_-]"}}}
 			continue

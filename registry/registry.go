@@ -77,6 +77,11 @@ type Options struct {
 	// before every start. Default: a new temporary folder, removed by
 	// Close.
 	WorkDir string
+	// ChildDirSafe, when set, is asked before a server without cwd: starts
+	// in its folder under WorkDir; an error keeps it down with that error
+	// as its reason (proxy: no folder above it may be one a call can
+	// write, ARCHITECTURE.md "Starting servers").
+	ChildDirSafe func(server, dir string) error
 }
 
 // ChildDir is the folder server s runs in: its cwd: as written, else its
@@ -90,7 +95,9 @@ func ChildDir(workDir string, s Server) string {
 	if s.Cwd != "" || s.Transport != TransportStdio {
 		return s.Cwd
 	}
-	return filepath.Join(workDir, s.Name)
+	// "srv-": no server's folder is named like one a tool looks for
+	// above the folder it runs in (a server called node_modules).
+	return filepath.Join(workDir, "srv-"+s.Name)
 }
 
 // prepareChildDir makes the folder a server without cwd: runs in, empty.

@@ -131,6 +131,7 @@ type launch struct {
 	// its configuration itself, in its config folder (XDG_CONFIG_HOME is
 	// <home>/config; cfg, when set, is written there) or built in.
 	found bool
+	args  []string // more flags for serve
 }
 
 // start runs quiver serve as l says and connects a recorded host. It
@@ -167,7 +168,7 @@ func (l launch) start(t *testing.T) (*host, *recorder, string) {
 		level = "warn"
 	}
 	st := transport.NewStdioWithOptions(quiverBin, env,
-		append([]string{"serve", "--state-dir", state, "--log-level", level}, args...),
+		append(append([]string{"serve", "--state-dir", state, "--log-level", level}, args...), l.args...),
 		transport.WithCommandStderrWriter(stderr),
 		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,5 +314,92 @@ fence:
 	res := h.call("example__search_text", map[string]any{"dir": filepath.Join(home, "project"), "pattern": "hello"})
 	if res.IsError || !strings.Contains(toolresult.Text(res), "notes.txt") {
 		t.Fatalf("control: a project folder inside the fence: %s", toolresult.Text(res))
+	}
+}
+
+// The red team's 48b and 48c: a server with path_base: cwd and no cwd:
+// (as the shipped example server) writes, with relative paths only, next
+// to its own folder: ../package.json, ../.npmrc and ../t.cjs (npx walks
+// up to the first package.json and obeys the .npmrc there), or
+// ../.git/config with a core.fsmonitor command (git walks up to the
+// first .git). The folder above a server's is quiver's run folder: every
+// such write is refused, and nothing lands there; the server's own folder
+// stays the model's to write.
+func TestNothingWrittenAboveAServersFolder(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	cfg := fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  w:
+    command: %[1]q
+    env: {%[2]s: "1"}
+    path_base: cwd
+  mini:
+    command: %[1]q
+    env: {%[2]s: "1"}
+fence:
+  allowed_dirs: [%[3]q]
+%[4]s`, testBinary(t), plantedMiniEnv, project, allowAll)
+	h, _, _ := launch{cfg: cfg, dir: project}.start(t)
+	h.waitTools("w__write_file", "mini__started")
+	if res := h.call("w__write_file", map[string]any{"path": "notes.txt", "text": "ok"}); res.IsError {
+		t.Fatalf("control: a plain name lands in the server's own folder, inside the fence: %s", toolresult.Text(res))
+	}
+	got := startedAs(t, h)
+	run := filepath.Dir(got.Cwd)
+	for name, text := range map[string]string{
+		"../package.json":            "{}",
+		"../.npmrc":                  "node-options=--require ../t.cjs",
+		"../t.cjs":                   "require('fs').writeFileSync('pwned', 'ran')",
+		"../.git/config":             "[core] fsmonitor = \"echo ran > pwned; false\"",
+		"../.git/HEAD":               "ref: refs/heads/main",
+		filepath.Join(run, ".npmrc"): "node-options=--require ./t.cjs",
+		filepath.Join(filepath.Dir(run), "package.json"): "{}",
+	} {
+		wantRefusal(t, h.call("w__write_file", map[string]any{"path": name, "text": text}), "deny.protected_path")
+	}
+	entries, _ := os.ReadDir(run)
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "srv-") {
+			continue
+		}
+		t.Errorf("the run folder above the servers' holds %s, which a call wrote", e.Name())
+	}
+}
+
+// When the fence holds every place quiver could make its servers' folders
+// in (here the system's temporary folder, which holds the state dir too),
+// a server without cwd: does not start: it is down with a sentence that
+// says to give it a cwd:. A server with one runs.
+func TestServerWithoutCwdUnderAFencedFolderDoesNotStart(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	cfg := fmt.Sprintf(`
+surface:
+  reveal: direct
+servers:
+  mini:
+    command: %[1]q
+    env: {%[2]s: "1"}
+  placed:
+    command: %[1]q
+    env: {%[2]s: "1"}
+    cwd: %[3]q
+fence:
+  allowed_dirs: [%[4]q]
+%[5]s`, testBinary(t), plantedMiniEnv, project, os.TempDir(), allowAll)
+	var log syncBuffer
+	h, _, _ := launch{cfg: cfg, stderr: &log}.start(t)
+	h.waitTools("placed__started")
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(log.String(), `server \"mini\" has no cwd:`) ||
+		!strings.Contains(log.String(), `Give server \"mini\" a cwd:`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("quiver never said why mini is down nor how to fix it:\n%s", log.String())
+		}
+	}
+	if names, _ := h.list(); slices.Contains(names, "mini__started") {
+		t.Errorf("mini started in a folder under the fence: %v", names)
 	}
 }

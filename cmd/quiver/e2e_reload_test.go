@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,7 +230,10 @@ func TestToolsSwitchSaysWhenItCannotApply(t *testing.T) {
 // never values for ${VAR}, defaults filled in for the fence and the
 // policy, each server's state, and every withheld tool with why.
 func TestConfigEffective(t *testing.T) {
-	lc := newLiveConfig(t, exampleConfig("auto", "    env: {NOTES_TOKEN: \"${QUIVER_TEST_SECRET}\"}\n")+"fence:\n  allowed_dirs: [/tmp]\n")
+	// The fence is a project folder: one that holds the state dir or the
+	// system's temporary folder keeps a server without cwd: down.
+	project, _ := filepath.EvalSymlinks(t.TempDir())
+	lc := newLiveConfig(t, exampleConfig("auto", "    env: {NOTES_TOKEN: \"${QUIVER_TEST_SECRET}\"}\n")+fmt.Sprintf("fence:\n  allowed_dirs: [%q]\n", project))
 	lc.write(lc.tgl, "disabled: [example__notes_delete]\n")
 	cmd := exec.Command(quiverBin, "config", "effective", "--json", "--config", lc.path, "--state-dir", lc.state)
 	cmd.Env = append(os.Environ(), "QUIVER_TEST_SECRET=hunter2-hunter2")
@@ -261,7 +265,7 @@ func TestConfigEffective(t *testing.T) {
 	if len(got.Servers) != 1 || got.Servers[0].State != "up" || got.Servers[0].Env["NOTES_TOKEN"] != "${QUIVER_TEST_SECRET}" {
 		t.Errorf("servers: %+v", got.Servers)
 	}
-	if got.Fence.OutsideFence != "ask" || !slices.Contains(got.Fence.AllowedDirs, "/tmp") || got.Policy.Defaults["destructive"] != "allow_inside" || got.Policy.Defaults["read"] != "allow" {
+	if got.Fence.OutsideFence != "ask" || !slices.Contains(got.Fence.AllowedDirs, project) || got.Policy.Defaults["destructive"] != "allow_inside" || got.Policy.Defaults["read"] != "allow" {
 		t.Errorf("fence %+v, policy defaults %v: want the defaults filled in", got.Fence, got.Policy.Defaults)
 	}
 	if len(got.Withheld) != 1 || got.Withheld[0].Name != "example__notes_delete" || !strings.Contains(got.Withheld[0].Why, "tools.yaml:1") {

@@ -182,7 +182,34 @@ func (c *common) ownPaths(e *env) (config, secrets []string) {
 	if p := c.serversPath(e); p != "" {
 		config = append(config, p)
 	}
-	return config, []string{quiverConfigDir(e), defaultStateDir(e)}
+	secrets = []string{quiverConfigDir(e), defaultStateDir(e)}
+	return config, append(secrets, defaultPlaces(runtime.GOOS, e.getenv)...)
+}
+
+// defaultPlaces are the config folder and state dir quiver uses when the
+// environment names none: where `quiver doctor` in the person's own shell
+// looks when the host that started this serve set XDG_CONFIG_HOME,
+// XDG_STATE_HOME or QUIVER_STATE_DIR to somewhere else. Both the OS's
+// place and the XDG one under the home folder are given on every OS, since
+// the person's shell may set XDG_* where the host's does not.
+func defaultPlaces(goos string, getenv func(string) string) []string {
+	homeOnly := func(k string) string {
+		switch k {
+		case "XDG_CONFIG_HOME", "XDG_STATE_HOME", "QUIVER_STATE_DIR":
+			return ""
+		}
+		return getenv(k)
+	}
+	home := homeDir(goos, homeOnly)
+	if home == "" {
+		return nil
+	}
+	return []string{
+		filepath.Join(osConfigDir(goos, homeOnly), "quiver"),
+		stateDir(goos, homeOnly),
+		filepath.Join(home, ".config", "quiver"),
+		filepath.Join(home, ".local", "state", "quiver"),
+	}
 }
 
 // togglesPath is the toggles file: --toggles, else tools.yaml beside

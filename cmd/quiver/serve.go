@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/quiver-mcp/quiver/internal/logfile"
 	"github.com/quiver-mcp/quiver/operator"
 	"github.com/quiver-mcp/quiver/proxy"
 	"github.com/quiver-mcp/quiver/registry"
@@ -203,6 +205,16 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// would read next time (every place quiver looks, file or not), or
 	// read the token that lets anyone in over HTTP.
 	protected, secrets := c.ownPaths(e)
+	if ops.logFile != "" {
+		// The log is quiver's record of what ran: a model that reads it
+		// learns every call, and one that rewrites it forges what a
+		// person reads. Its rotations too, before they exist.
+		abs, err := filepath.Abs(ops.logFile)
+		if err != nil {
+			return fmt.Errorf("--log-file: %w", err)
+		}
+		protected = append(protected, logfile.Files(abs, logfile.DefaultKeep)...)
+	}
 	if tokenFile != "" {
 		secrets = append(secrets, tokenFile)
 	}

@@ -87,6 +87,18 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Files are every file a Writer for path keeping keep old ones writes or
+// renames to: path, then path.1 ... path.keep, whether they exist yet or
+// not. serve protects them all from tools (README, "Security"): the log
+// is quiver's record of what ran, for a person to read.
+func Files(path string, keep int) []string {
+	out := []string{path}
+	for i := 1; i <= keep; i++ {
+		out = append(out, path+"."+strconv.Itoa(i))
+	}
+	return out
+}
+
 // rotate closes the file before renaming it (Windows cannot rename an
 // open file), shifts the old ones up by one, and begins a new file.
 func (w *Writer) rotate() error {
@@ -94,7 +106,7 @@ func (w *Writer) rotate() error {
 		return fmt.Errorf("log file: %w", err)
 	}
 	w.f = nil
-	old := func(i int) string { return w.path + "." + strconv.Itoa(i) }
+	old := func(i int) string { return Files(w.path, i)[i] }
 	if w.keep == 0 {
 		if err := os.Remove(w.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("log file: %w", err)
