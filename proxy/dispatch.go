@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -262,7 +263,9 @@ func (v reqView) finish(ctx context.Context, name string, d gate.Decision, id in
 		// Why it failed, in the server's words: read from what the server
 		// sent, so that a result that leaves as bytes (bytepath.go) is
 		// recorded as a decoded one is.
-		outcome, detail = gate.OutcomeError, boundDetail(v.redacted(errorText(out.raw)))
+		// Quoted and labelled (red team 67): the server's text is not
+		// quiver's reason, however much it reads like one.
+		outcome, detail = gate.OutcomeError, serverSaid(boundDetail(v.redacted(errorText(out.raw))))
 	}
 	s.ended(id, outcome, detail)
 	// Every call passes here: a logger With its attributes cost three
@@ -304,6 +307,14 @@ func boundDetail(text string) string {
 		cut--
 	}
 	return text[:cut] + "…"
+}
+
+// serverSaid labels and quotes a server's text for the ledger's detail.
+func serverSaid(text string) string {
+	if text == "" {
+		return ""
+	}
+	return "the server said: " + strconv.Quote(text)
 }
 
 // errorText is the text of a tools/call result as the server sent it: its
