@@ -301,9 +301,9 @@ func TestBytePathLedger(t *testing.T) {
 		want, detail := gate.OutcomeOK, ""
 		switch r.tool {
 		case "ds__fails":
-			want, detail = gate.OutcomeError, "it failed"
+			want, detail = gate.OutcomeError, `the server said: "it failed"`
 		case "ds__fails_why":
-			want, detail = gate.OutcomeError, "the key [redacted:QUIVER_BYTEPATH_TOKEN] was refused: a long reason"
+			want, detail = gate.OutcomeError, `the server said: "the key [redacted:QUIVER_BYTEPATH_TOKEN] was refused: a long reason`
 		}
 		if n != 2 || r.outcome != want || r.verdict != "allow" || !strings.HasPrefix(r.detail, detail) || len(r.detail) > maxDetail+len("…") {
 			t.Errorf("%+v recorded %d times (want twice, outcome %s, detail %q, at most %d bytes): every record %+v", r, n, want, detail, maxDetail, calls)

@@ -265,7 +265,7 @@ func (v reqView) finish(ctx context.Context, name string, d gate.Decision, id in
 		// recorded as a decoded one is.
 		// Quoted and labelled (red team 67): the server's text is not
 		// quiver's reason, however much it reads like one.
-		outcome, detail = gate.OutcomeError, serverSaid(boundDetail(v.redacted(errorText(out.raw))))
+		outcome, detail = gate.OutcomeError, serverSaid(v.redacted(errorText(out.raw)))
 	}
 	s.ended(id, outcome, detail)
 	// Every call passes here: a logger With its attributes cost three
@@ -309,12 +309,26 @@ func boundDetail(text string) string {
 	return text[:cut] + "…"
 }
 
-// serverSaid labels and quotes a server's text for the ledger's detail.
+// serverSaid labels and quotes a server's text (already redacted) for
+// the ledger's detail, within maxDetail bytes in all.
 func serverSaid(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
 	if text == "" {
 		return ""
 	}
-	return "the server said: " + strconv.Quote(text)
+	const label = "the server said: "
+	cut, more := len(text), ""
+	for {
+		d := label + strconv.Quote(text[:cut]) + more
+		if len(d) <= maxDetail || cut == 0 {
+			return d
+		}
+		cut -= len(d) - maxDetail
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		more = "…"
+	}
 }
 
 // errorText is the text of a tools/call result as the server sent it: its
