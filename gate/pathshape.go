@@ -332,6 +332,19 @@ func listParts(s string) []string {
 	if firstPartCovered(s, out[0]) {
 		out = out[1:]
 	}
+	if shaped(strings.TrimFunc(s, isTrimmed)) {
+		// An absolute path with spaces in its names ("/Users/me/Library/
+		// Application Support/x"): a later part is judged apart when it
+		// could lead elsewhere on its own (absolute, a URI, a ".."
+		// part); a plain relative name ("Support/x") is the rest of the
+		// one path far more often than a second one.
+		out = slices.DeleteFunc(out, func(p string) bool {
+			return !shaped(p) && !slices.Contains(strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }), "..")
+		})
+	}
+	if len(out) == 0 {
+		return nil
+	}
 	return out
 }
 
