@@ -373,3 +373,13 @@ func TestSplicedSlowly(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// serverSaid stays within maxDetail however much quoting expands the
+// text (a text of control characters grows six-fold).
+func TestServerSaidIsBounded(t *testing.T) {
+	for _, text := range []string{strings.Repeat("\x01", 5000), strings.Repeat("é\x1b", 3000), "short"} {
+		if d := serverSaid(text); len(d) > maxDetail || !strings.HasPrefix(d, `the server said: "`) {
+			t.Errorf("%d bytes: %q", len(d), d)
+		}
+	}
+}

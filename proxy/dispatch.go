@@ -323,7 +323,7 @@ func serverSaid(text string) string {
 		if len(d) <= maxDetail || cut == 0 {
 			return d
 		}
-		cut -= len(d) - maxDetail
+		cut = max(0, cut-(len(d)-maxDetail))
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
 			cut--
 		}
