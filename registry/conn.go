@@ -125,7 +125,11 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 			}
 			why := c.redact(err)
 			wait := backoff.next()
-			log.Warn("server failed to start; retrying", "err", why, "stderr", words, "retry_in", wait)
+			wordsKey := "stderr"
+			if from == WordsAnswer {
+				wordsKey = "its_error_answer"
+			}
+			log.Warn("server failed to start; retrying", "err", why, wordsKey, words, "retry_in", wait)
 			c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords, s.WordsFrom = StateDown, why, words, from })
 			once()
 			if !sleep(ctx, wait) {
