@@ -71,6 +71,9 @@ type PendingServer struct {
 	// every other answer leaves it out, so that no server's words ride
 	// along in every answer (issue 22).
 	Said string `json:"stderr,omitempty"`
+	// SaidLabel says where Said came from ("its stderr ended", "its
+	// error answer said"); "" reads as stderr.
+	SaidLabel string `json:"-"`
 }
 
 // maxSaid is how much of a server's last words a scoped search quotes.
@@ -650,7 +653,11 @@ func serverStatus(query string, p PendingServer) *mcp.CallToolResult {
 				}
 				said, more = said[:cut], fmt.Sprintf(" (cut; %d bytes in all)", len(p.Said))
 			}
-			text += fmt.Sprintf("\nIts stderr ended with (the server's words, not quiver's): %q%s", said, more)
+			label := "Its stderr ended with"
+			if p.SaidLabel != "" && p.SaidLabel != "its stderr ended" {
+				label = strings.ToUpper(p.SaidLabel[:1]) + p.SaidLabel[1:]
+			}
+			text += fmt.Sprintf("\n%s (the server's words, not quiver's): %q%s", label, said, more)
 			p.Said = said
 		}
 		text += "\nTell the user if you need its tools (quiver doctor shows the same)."

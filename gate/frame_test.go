@@ -197,6 +197,21 @@ func TestPathsInsideBracesAndJSON(t *testing.T) {
 		`{"ops":` + js(doc([]any{map[string]any{"target": secret, "text": "x"}})) + `}`,
 		`{"ops":` + js(doc(map[string]any{"a": []any{map[string]any{"b": "sub/../" + rel}}})) + `}`,
 		`{"paths":` + js("[\n"+js(secret)+"\n]") + `}`,
+		// Documents Go's decoder refuses and Node and Python read (red
+		// team 43): their string literals are judged.
+		`{"ops":` + js(`[{"target":`+js(secret)+`,"text":"x","n":1e400}]`) + `}`,
+		`{"ops":` + js(`[{"target":`+js(secret)+`,"n":NaN}]`) + `}`,
+		`{"ops":` + js(`[{"target":`+js(secret)+`,},]`) + `}`,
+		// Lists of paths in one string (red team 44b): each is judged.
+		`{"files":` + js("ok.txt "+secret) + `}`,
+		`{"files":` + js("ok.txt,"+rel) + `}`,
+		`{"files":` + js("ok.txt;"+rel) + `}`,
+		`{"files":` + js("ok.txt:"+secret) + `}`,
+		`{"files":` + js("ok.txt|"+rel) + `}`,
+		`{"q":` + js("ok.txt "+rel) + `}`,
+		`{"files":` + js("sub/x "+rel) + `}`,
+		// An outside first part the whole climbs back in from.
+		`{"path":` + js(secret+" x/../../"+filepath.Base(f.outside)+"/../"+filepath.Base(f.root)+"/y") + `}`,
 	} {
 		if d := g.Evaluate(ctx, call(tl, args)); d.Verdict == Allow {
 			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)
@@ -208,6 +223,11 @@ func TestPathsInsideBracesAndJSON(t *testing.T) {
 		`{"pattern":"{a.txt,sub/b.txt}"}`,
 		`{"ops":` + js(doc([]any{map[string]any{"target": "sub/x.txt"}})) + `}`,
 		`{"content":` + js("{\n  \"main\": "+js(secret)+"\n}") + `}`,
+		`{"ops":` + js(`[{"target":"sub/x.txt","n":1e400}]`) + `}`,
+		// A list inside, and a path with spaces in its folders' names.
+		`{"files":"a.txt sub/b.txt,c.txt"}`,
+		`{"path":"My Documents/x.txt"}`,
+		`{"path":` + js(filepath.Join(f.root, "My Documents", "x.txt")) + `}`,
 	} {
 		check(t, g.Evaluate(ctx, call(tl, args)), want{Allow, CodeAllow, nil})
 	}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"io"
 	"sort"
 	"strings"
 	"unicode"
@@ -227,9 +228,49 @@ func jsonDocument(s string, pathy bool) (any, bool) {
 	if !pathy && strings.ContainsAny(t, "\n\r") {
 		return nil, false
 	}
+	// Numbers as written: 1e400 is a number to Node and Python (Infinity,
+	// inf), and failed Go's float64 (red team 43).
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
 	var doc any
-	if json.Unmarshal([]byte(t), &doc) != nil {
-		return nil, false
+	if err := dec.Decode(&doc); err == nil {
+		if _, err := dec.Token(); err == io.EOF {
+			return doc, true
+		}
 	}
-	return doc, true
+	// Not JSON to Go, yet maybe to the server (NaN, Infinity, a trailing
+	// comma): every string literal in it is judged, as the strings of a
+	// decoded document are.
+	if lits := jsonStrings(t); len(lits) > 0 {
+		return lits, true
+	}
+	return nil, false
+}
+
+// jsonStrings are the string literals in t, decoded as JSON decodes
+// them; a literal that does not decode is taken as written.
+func jsonStrings(t string) []any {
+	var out []any
+	for i := 0; i < len(t); i++ {
+		if t[i] != '"' {
+			continue
+		}
+		j := i + 1
+		for j < len(t) && t[j] != '"' {
+			if t[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(t) {
+			j = len(t) - 1
+		}
+		var s string
+		if json.Unmarshal([]byte(t[i:j+1]), &s) != nil {
+			s = t[i+1 : j]
+		}
+		out = append(out, s)
+		i = j
+	}
+	return out
 }

@@ -3,8 +3,10 @@ package gate
 import (
 	"errors"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -129,6 +131,12 @@ func variants(s string) []variant {
 			}
 			out = append(out, variant{s: d})
 		}
+	}
+	for _, part := range listParts(s) {
+		// A server that takes a list in one string ("ok.txt /outside/x",
+		// "a,b", PATH-style "a:b") opens each; read as one name the list
+		// hid every name after the first (red team 44b).
+		out = append(out, variant{s: part})
 	}
 	for _, alt := range braceAlternatives(s) {
 		// Glob-minded servers expand "{ok.txt,../secret.txt}" into both
@@ -300,4 +308,86 @@ func braceAlternatives(s string) []string {
 		open += 1 + next
 	}
 	return nil
+}
+
+// listParts are the names in s read as a list: split at white space,
+// commas, semicolons and bars, and then at colons, except in a part that
+// is a URI ("file:/x", "https://…"), and never after a drive letter
+// ("C:\\x", "\\\\?\\C:\\x", "/C:/x"). nil when s is no list.
+func listParts(s string) []string {
+	if !strings.ContainsAny(s, " \t,;|:") {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == '|' || unicode.IsSpace(r) }) {
+		if !strings.Contains(f, ":") || strings.Contains(f, "://") || isFileURI(f) || isDrivePath(f) {
+			out = append(out, f)
+			continue
+		}
+		out = append(out, splitColons(f)...)
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	if firstPartCovered(s, out[0]) {
+		out = out[1:]
+	}
+	if shaped(strings.TrimFunc(s, isTrimmed)) {
+		// An absolute path with spaces in its names ("/Users/me/Library/
+		// Application Support/x"): a later part is judged apart when it
+		// could lead elsewhere on its own (absolute, a URI, a ".."
+		// part); a plain relative name ("Support/x") is the rest of the
+		// one path far more often than a second one.
+		out = slices.DeleteFunc(out, func(p string) bool {
+			return !shaped(p) && !slices.Contains(strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }), "..")
+		})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// firstPartCovered reports whether the first part of the list s need not
+// be judged apart: the whole string, judged as one path too, begins with
+// it, and what follows it never climbs above the folder that holds it
+// (its text, cleaned, does not start with ".."). Then the whole lies
+// under the first part's folder, so a first part outside the fence
+// while the whole is inside is one whose text begins a folder of the
+// fence itself ("C:\\Users\\Jonathan" of "C:\\Users\\Jonathan Smith\\work"):
+// a path with a space in a folder's name is not asked about for it.
+// "outside/x y/../../../in" climbs back, and its first part is judged.
+func firstPartCovered(s, first string) bool {
+	i := strings.Index(s, first)
+	if i < 0 {
+		return false
+	}
+	rest := strings.TrimLeftFunc(s[i+len(first):], func(r rune) bool { return r == ',' || r == ';' || r == '|' || r == ':' || unicode.IsSpace(r) })
+	c := path.Clean(strings.ReplaceAll(rest, `\`, "/"))
+	return c != ".." && !strings.HasPrefix(c, "../") && !strings.HasPrefix(c, "/")
+}
+
+// splitColons splits f at its colons (a PATH-style list), except a colon
+// that follows a lone letter at the start or after a separator: a drive.
+func splitColons(f string) []string {
+	var out []string
+	start, seg := 0, 0
+	for i := 0; i < len(f); i++ {
+		switch c := f[i]; {
+		case c == '/' || c == '\\':
+			seg = i + 1
+		case c == ':':
+			if i-seg == 1 && isLetter(f[seg]) {
+				continue
+			}
+			if i > start {
+				out = append(out, f[start:i])
+			}
+			start, seg = i+1, i+1
+		}
+	}
+	if start < len(f) {
+		out = append(out, f[start:])
+	}
+	return out
 }

@@ -1,6 +1,10 @@
 package gate
 
-import "time"
+import (
+	"regexp"
+	"strconv"
+	"time"
+)
 
 // The stages of a call's evidence chain, in order: what the audit shows
 // for each call (quiver audit --json and the operator page use these
@@ -27,7 +31,7 @@ type Stage struct {
 // has two (requested, decided); one that ran to its end has four or five.
 func (e CallEntry) Stages() []Stage {
 	st := []Stage{
-		{Name: StageRequested, Time: e.Time, Detail: e.Session + " called " + e.Tool},
+		{Name: StageRequested, Time: e.Time, Detail: e.Session + " called " + e.ToolShown()},
 		{Name: StageDecided, Time: e.Time, Detail: e.Verdict + " " + e.Code},
 	}
 	if e.Approval != "" {
@@ -44,4 +48,20 @@ func (e CallEntry) Stages() []Stage {
 		st = append(st, Stage{Name: StageEnded, Time: e.Ended, Detail: d})
 	}
 	return st
+}
+
+// exposedNameRE is the shape of every name quiver exposes (registry's
+// ExposedName keeps to [A-Za-z0-9_-]).
+var exposedNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ToolShown is the call's tool as the audit shows it: the name when it
+// is one quiver could expose, else quoted (%q). An unknown tool is
+// recorded as the model named it, and the model's words in the TOOL
+// column ("files__write_file (approved by you)") must not read as
+// quiver's record (red team 68).
+func (e CallEntry) ToolShown() string {
+	if exposedNameRE.MatchString(e.Tool) {
+		return e.Tool
+	}
+	return strconv.Quote(e.Tool)
 }

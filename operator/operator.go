@@ -41,6 +41,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,11 @@ type Options struct {
 	// the page is then as hard to open as the MCP endpoint.
 	Token  string
 	Logger *slog.Logger
+	// OpenerDir is a folder only this user reads (0700, in quiver's state
+	// dir) where POST /code?as=file leaves a code for a browser: a small
+	// page that posts the code to this page, so that the browser's
+	// arguments hold the file's path, never the code ("" turns it off).
+	OpenerDir string
 }
 
 // A Handler serves the operator page.
@@ -108,6 +114,9 @@ const codeTTL = 2 * time.Minute
 type oneTimeCode struct {
 	expires time.Time
 	session string
+	// file is the opener file that holds the code ("" for none): removed
+	// once the code is used or expired.
+	file string
 }
 
 //go:embed assets
@@ -175,11 +184,68 @@ func (h *Handler) Code() (string, error) {
 	defer h.mu.Unlock()
 	for c, oc := range h.codes {
 		if now.After(oc.expires) {
+			removeOpener(oc.file)
 			delete(h.codes, c)
 		}
 	}
 	h.codes[code] = oneTimeCode{expires: now.Add(codeTTL)}
 	return code, nil
+}
+
+// openerFile leaves code in a page in OpenerDir that posts it to this
+// page at base (http://host:port): a process's arguments are readable by
+// every account on the machine (/proc), a file of mode 0600 in a 0700
+// folder by this user alone, as Jupyter's redirect file is. The form
+// posts (a code in an address would stay in the history); without
+// scripts, its button does. The file goes once the code is used, or
+// when it expires.
+func (h *Handler) openerFile(code, base string) (string, error) {
+	dir := h.opts.OpenerDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "open-*.html")
+	if err != nil {
+		return "", err
+	}
+	page := `<!doctype html><meta charset="utf-8"><title>quiver</title>` +
+		`<form method="post" action="` + template.HTMLEscapeString(base+"/open") + `">` +
+		`<input type="hidden" name="code" value="` + template.HTMLEscapeString(code) + `">` +
+		`<button>Open quiver's page</button></form><script>document.forms[0].submit()</script>` + "\n"
+	_, werr := f.WriteString(page)
+	if err := errors.Join(werr, f.Chmod(0o600), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	h.mu.Lock()
+	oc, ok := h.codes[code]
+	oc.file = f.Name()
+	h.codes[code] = oc
+	h.mu.Unlock()
+	if !ok {
+		os.Remove(f.Name())
+		return "", errors.New("the code expired as it was written")
+	}
+	time.AfterFunc(codeTTL, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if oc, ok := h.codes[code]; ok && oc.file != "" {
+			removeOpener(oc.file)
+			oc.file = ""
+			h.codes[code] = oc
+		}
+	})
+	return f.Name(), nil
+}
+
+// removeOpener removes an opener file ("" for none).
+func removeOpener(file string) {
+	if file != "" {
+		os.Remove(file)
+	}
 }
 
 // useCode uses code up: it reports whether code opens the page (made by
@@ -195,6 +261,8 @@ func (h *Handler) useCode(code string) bool {
 	if !ok || h.now().After(oc.expires) {
 		return false
 	}
+	removeOpener(oc.file)
+	oc.file = ""
 	if oc.session != "" {
 		delete(h.sessions, oc.session)
 		oc.session = burnedCode // a session still being made is closed as it is recorded
@@ -267,12 +335,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "quiver: this page answers to its own address only: a loopback host, or beyond loopback an IP address (the Host header named another)", http.StatusForbidden)
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host && !(o == "null" && r.Method == http.MethodPost && r.URL.Path == "/open") {
 		http.Error(w, "quiver: a request from another site ("+o+") is refused", http.StatusForbidden)
 		return
 	}
 	if r.Method == http.MethodPost && r.URL.Path == "/code" {
 		h.mintCode(w, r)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/open" {
+		// An opener file's form (its origin is a file's, "null"): the
+		// code in the body opens a session once, as ?code= does.
+		code := r.PostFormValue("code")
+		if code == "" || !h.useCode(code) {
+			h.codeUsed(w)
+			return
+		}
+		if sess, ok := h.openVia(w, r, true); ok {
+			h.codeOpened(code, sess)
+		}
 		return
 	}
 	q := r.URL.Query()
@@ -324,6 +405,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fragment is never sent to a server: the page's script keeps the key
 // in its origin's storage and drops it from the address.
 func (h *Handler) open(w http.ResponseWriter, r *http.Request, rest url.Values) (string, bool) {
+	u := *r.URL
+	u.RawQuery = rest.Encode()
+	r2 := r.Clone(r.Context())
+	r2.URL = &u
+	return h.openVia(w, r2, false)
+}
+
+// openVia opens a session and sends the browser on to r's address with
+// the key in the fragment: by a redirect, or, for a form an opener file
+// posted (viaPage), by a page of this origin that moves on, because a
+// navigation a file started is another site's and a redirect in it would
+// not carry the session's SameSite=Strict cookie.
+func (h *Handler) openVia(w http.ResponseWriter, r *http.Request, viaPage bool) (string, bool) {
 	sess, err := randomHex(24)
 	if err != nil {
 		h.fail(w, http.StatusInternalServerError, err)
@@ -338,10 +432,13 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, rest url.Values) 
 	h.sessions[sess] = key
 	h.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: sess, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	u := *r.URL
-	u.RawQuery = rest.Encode()
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, u.RequestURI()+"#key="+key, http.StatusSeeOther)
+	if viaPage {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/approvals#key=%s"><title>quiver</title><p><a href="/approvals#key=%s">Open quiver's page</a>`+"\n", key, key)
+		return sess, true
+	}
+	http.Redirect(w, r, r.URL.RequestURI()+"#key="+key, http.StatusSeeOther)
 	return sess, true
 }
 
@@ -360,6 +457,20 @@ func (h *Handler) mintCode(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if r.URL.Query().Get("as") == "file" {
+		// The answer is the opener file's path, for a browser's arguments.
+		if h.opts.OpenerDir == "" {
+			h.fail(w, http.StatusNotFound, errors.New("this page keeps no opener files"))
+			return
+		}
+		f, err := h.openerFile(code, "http://"+r.Host)
+		if err != nil {
+			h.fail(w, http.StatusInternalServerError, err)
+			return
+		}
+		w.Write([]byte(f + "\n"))
+		return
+	}
 	w.Write([]byte(code + "\n"))
 }
 

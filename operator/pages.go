@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/quiver-mcp/quiver/gate"
 	"github.com/quiver-mcp/quiver/index"
@@ -41,6 +42,10 @@ var funcs = template.FuncMap{
 	// quoted as the CLI and the host's card quote them (gate.ModelSays).
 	"modelSaysLabel": func() string { return gate.ModelSaysLabel },
 	"quote":          strconv.Quote,
+	// plain escapes what would paint over or reorder the text around it
+	// (control characters, bidi and other format characters) in text a
+	// server or a model chose, as the CLI does.
+	"plain": plainText,
 }
 
 func staticFS() fs.FS {
@@ -445,4 +450,26 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Info("operator page revoked a grant", "grant", id)
 	http.Redirect(w, r, "/grants?said="+url.QueryEscape(fmt.Sprintf("Revoked grant %d.", id)), http.StatusSeeOther)
+}
+
+// plainText is s with control and format characters (ESC, U+202E and the
+// other bidi controls, zero-width and tag characters) written as \u
+// escapes.
+func plainText(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r != '\t' && unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }

@@ -301,9 +301,9 @@ func TestBytePathLedger(t *testing.T) {
 		want, detail := gate.OutcomeOK, ""
 		switch r.tool {
 		case "ds__fails":
-			want, detail = gate.OutcomeError, "it failed"
+			want, detail = gate.OutcomeError, `the server said: "it failed"`
 		case "ds__fails_why":
-			want, detail = gate.OutcomeError, "the key [redacted:QUIVER_BYTEPATH_TOKEN] was refused: a long reason"
+			want, detail = gate.OutcomeError, `the server said: "the key [redacted:QUIVER_BYTEPATH_TOKEN] was refused: a long reason`
 		}
 		if n != 2 || r.outcome != want || r.verdict != "allow" || !strings.HasPrefix(r.detail, detail) || len(r.detail) > maxDetail+len("…") {
 			t.Errorf("%+v recorded %d times (want twice, outcome %s, detail %q, at most %d bytes): every record %+v", r, n, want, detail, maxDetail, calls)
@@ -371,5 +371,15 @@ func TestSplicedSlowly(t *testing.T) {
 	got := string(spliced(msg))
 	if strings.Contains(got, rawMark) || !strings.Contains(got, `"result":{"content":[{"type":"text","text":"hi"}]}`) {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// serverSaid stays within maxDetail however much quoting expands the
+// text (a text of control characters grows six-fold).
+func TestServerSaidIsBounded(t *testing.T) {
+	for _, text := range []string{strings.Repeat("\x01", 5000), strings.Repeat("é\x1b", 3000), "short"} {
+		if d := serverSaid(text); len(d) > maxDetail || !strings.HasPrefix(d, `the server said: "`) {
+			t.Errorf("%d bytes: %q", len(d), d)
+		}
 	}
 }

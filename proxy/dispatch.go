@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -262,7 +263,9 @@ func (v reqView) finish(ctx context.Context, name string, d gate.Decision, id in
 		// Why it failed, in the server's words: read from what the server
 		// sent, so that a result that leaves as bytes (bytepath.go) is
 		// recorded as a decoded one is.
-		outcome, detail = gate.OutcomeError, boundDetail(v.redacted(errorText(out.raw)))
+		// Quoted and labelled (red team 67): the server's text is not
+		// quiver's reason, however much it reads like one.
+		outcome, detail = gate.OutcomeError, serverSaid(v.redacted(errorText(out.raw)))
 	}
 	s.ended(id, outcome, detail)
 	// Every call passes here: a logger With its attributes cost three
@@ -304,6 +307,28 @@ func boundDetail(text string) string {
 		cut--
 	}
 	return text[:cut] + "…"
+}
+
+// serverSaid labels and quotes a server's text (already redacted) for
+// the ledger's detail, within maxDetail bytes in all.
+func serverSaid(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if text == "" {
+		return ""
+	}
+	const label = "the server said: "
+	cut, more := len(text), ""
+	for {
+		d := label + strconv.Quote(text[:cut]) + more
+		if len(d) <= maxDetail || cut == 0 {
+			return d
+		}
+		cut = max(0, cut-(len(d)-maxDetail))
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		more = "…"
+	}
 }
 
 // errorText is the text of a tools/call result as the server sent it: its

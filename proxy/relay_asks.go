@@ -132,13 +132,7 @@ func (p peer) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse,
 	if !ok {
 		return mcp.InputResponse{}, fmt.Errorf("quiver cannot answer an input request of method %q", req.Method)
 	}
-	if req.Elicitation != nil {
-		// The person must see who asks: a server's form could copy an
-		// approval card word for word (red team), and the answer goes to
-		// the server, not to quiver's gate.
-		params := labelled(p.server, *req.Elicitation)
-		req.Elicitation = &params
-	}
+	p.mark(&req)
 	resp, err := p.deliver(ctx, k, req)
 	if err != nil {
 		return mcp.InputResponse{}, err
@@ -278,6 +272,35 @@ func (p peer) done(method string, err error) error {
 		err = fmt.Errorf("the client did not answer in time: %w", err)
 	}
 	return p.fail(method, err)
+}
+
+// mark marks what a server asks as the server's, as ask relays it.
+func (p peer) mark(req *mcp.InputRequest) {
+	if req.Elicitation != nil {
+		// The person must see who asks: a server's form could copy an
+		// approval card word for word (red team), and the answer goes to
+		// the server, not to quiver's gate.
+		params := labelled(p.server, *req.Elicitation)
+		req.Elicitation = &params
+	}
+	if req.Sampling != nil {
+		// So must a completion a server asks for: a host shows or runs it
+		// as it would quiver's own (red team 66).
+		params := sampledFor(p.server, *req.Sampling)
+		req.Sampling = &params
+	}
+}
+
+// sampledFor marks a server's sampling request as the server's: the
+// system prompt a host shows with it, and passes to the model, starts by
+// saying who asks, and the server's own system prompt follows quoted.
+func sampledFor(srv string, p mcp.CreateMessageParams) mcp.CreateMessageParams {
+	sys := fmt.Sprintf("The server %q asks for this completion (not quiver; nothing in it comes from quiver or the user).", srv)
+	if p.SystemPrompt != "" {
+		sys += fmt.Sprintf(" Its own system prompt (the server's words, not quiver's): %q", plainText(p.SystemPrompt))
+	}
+	p.SystemPrompt = sys
+	return p
 }
 
 // labelled marks a server's elicitation as the server's, everywhere a

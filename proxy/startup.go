@@ -61,7 +61,7 @@ func (v reqView) notUp() []builtin.PendingServer {
 			continue
 		}
 		out = append(out, builtin.PendingServer{Name: sv.Name, State: string(sv.State),
-			Reason: v.redacted(sv.LastError), Said: v.redacted(sv.LastWords)})
+			Reason: v.redacted(sv.LastError), Said: v.redacted(sv.LastWords), SaidLabel: sv.WordsLabel()})
 	}
 	return out
 }

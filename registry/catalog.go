@@ -56,6 +56,10 @@ type ServerStatus struct {
 	// apart from LastError so that every place that shows it can quote
 	// and label it (Why), and a search answer can leave it out.
 	LastWords string
+	// WordsFrom says where LastWords came from: WordsStderr, or
+	// WordsAnswer (the JSON-RPC error message it answered a request
+	// with, as initialize's).
+	WordsFrom string
 	Restarts  int
 	Since     time.Time
 	// Title and Instructions are what the server said of itself in
@@ -71,7 +75,21 @@ func (s ServerStatus) Why() string {
 	if s.LastWords == "" {
 		return s.LastError
 	}
-	return fmt.Sprintf("%s; its stderr ended (the server's words, not quiver's): %q", s.LastError, s.LastWords)
+	return fmt.Sprintf("%s; %s (the server's words, not quiver's): %q", s.LastError, s.WordsLabel(), s.LastWords)
+}
+
+// Where a server's words in a status came from.
+const (
+	WordsStderr = ""       // what it last wrote on stderr
+	WordsAnswer = "answer" // the message of a JSON-RPC error it answered with
+)
+
+// WordsLabel is how a place that shows LastWords introduces them.
+func (s ServerStatus) WordsLabel() string {
+	if s.WordsFrom == WordsAnswer {
+		return "its error answer said"
+	}
+	return "its stderr ended"
 }
 
 // A Catalog is an immutable snapshot of every downstream tool. A new one is

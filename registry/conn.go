@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -83,7 +85,9 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		// Nothing to retry until the configuration changes (Apply then
 		// starts a new conn).
 		log.Warn("server cannot start", "err", why)
-		c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords = StateDown, why, "" })
+		c.setStatus(func(s *ServerStatus) {
+			s.State, s.LastError, s.LastWords, s.WordsFrom = StateDown, why, "", WordsStderr
+		})
 		once()
 		<-ctx.Done()
 		c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
@@ -103,6 +107,15 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 			if lw, ok := err.(*lastWordsError); ok {
 				err, words = lw.err, lw.words
 			}
+			// A JSON-RPC error the server answered with (initialize's):
+			// its message is the server's too, however quiver-like it
+			// reads (red team 65), and goes where stderr's words go.
+			from := WordsStderr
+			var se *ServerError
+			if errors.As(err, &se) {
+				words, from = c.redactText(boundWords(se.Message)), WordsAnswer
+				err = errors.New(strings.Replace(err.Error(), se.Error(), se.reason(), 1))
+			}
 			err = loginError(c.srv.Name, err)
 			if errors.Is(err, ErrLoginNeeded) {
 				// Someone runs quiver login in another process: look for
@@ -112,8 +125,12 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 			}
 			why := c.redact(err)
 			wait := backoff.next()
-			log.Warn("server failed to start; retrying", "err", why, "stderr", words, "retry_in", wait)
-			c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords = StateDown, why, words })
+			wordsKey := "stderr"
+			if from == WordsAnswer {
+				wordsKey = "its_error_answer"
+			}
+			log.Warn("server failed to start; retrying", "err", why, wordsKey, words, "retry_in", wait)
+			c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords, s.WordsFrom = StateDown, why, words, from })
 			once()
 			if !sleep(ctx, wait) {
 				c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
@@ -131,7 +148,7 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		if c.relist.Swap(false) {
 			go c.refresh(ctx, cl)
 		}
-		c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords = StateUp, "", "" })
+		c.setStatus(func(s *ServerStatus) { s.State, s.LastError, s.LastWords, s.WordsFrom = StateUp, "", "", WordsStderr })
 		log.Info("server up", "tools", len(tools))
 		once()
 		up := time.Now()
@@ -151,7 +168,7 @@ func (c *conn) supervise(ctx context.Context, firstTry func()) {
 		wait := backoff.next()
 		log.Warn("server stopped; restarting", "retry_in", wait)
 		c.setStatus(func(s *ServerStatus) {
-			s.State, s.LastError, s.LastWords = StateDown, "the server stopped; restarting", ""
+			s.State, s.LastError, s.LastWords, s.WordsFrom = StateDown, "the server stopped; restarting", "", WordsStderr
 		})
 		if !sleep(ctx, wait) {
 			c.setStatus(func(s *ServerStatus) { s.State = StateStopped })
@@ -293,6 +310,12 @@ func (c *conn) connect(ctx context.Context) (_ *client.Client, _ []Tool, _ func(
 	init.Params.ClientInfo = mcp.Implementation{Name: "quiver", Version: Version}
 	ires, err := cl.Initialize(ictx, init)
 	if err != nil {
+		var te *transport.Error
+		if !errors.As(err, &te) && ictx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			// Not the transport's: the server answered with an error,
+			// whose message is its own words.
+			err = &ServerError{Message: err.Error(), err: err}
+		}
 		return nil, nil, nil, fmt.Errorf("initialize: %w", err)
 	}
 	c.mu.Lock()
@@ -480,7 +503,7 @@ func (c *conn) send(ctx context.Context, cl *client.Client, kind string, method 
 		cancelled(ctx, req, err, tr.SendNotification)
 	}
 	if err == nil && resp.Error != nil {
-		err = resp.Error.AsError()
+		err = &ServerError{Code: resp.Error.Code, Message: resp.Error.Message, err: resp.Error.AsError()}
 	}
 	if err != nil {
 		return nil, err
@@ -593,6 +616,50 @@ func (e *lastWordsError) Error() string {
 }
 
 func (e *lastWordsError) Unwrap() error { return e.err }
+
+// A ServerError is a JSON-RPC error a server answered a request with.
+// Its message is the server's words (and through what it read, maybe a
+// model's), never quiver's: it is shown bounded, quoted and labelled
+// (red team 65), however much it reads like quiver ("quiver: allow.grant:
+// the user approved …").
+type ServerError struct {
+	Code    int // 0 when unknown
+	Message string
+	err     error
+}
+
+// maxWords bounds the server's words an error quotes.
+const maxWords = 300
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("%s; it said (the server's words, not quiver's): %q", e.reason(), boundWords(e.Message))
+}
+
+// reason is quiver's account of the error, without the server's words.
+func (e *ServerError) reason() string {
+	if e.Code != 0 {
+		return fmt.Sprintf("the server answered with JSON-RPC error %d", e.Code)
+	}
+	return "the server answered with an error"
+}
+
+func (e *ServerError) Unwrap() error { return e.err }
+
+// boundWords cuts a server's words to maxWords bytes on a character
+// boundary.
+func boundWords(s string) string {
+	if len(s) <= maxWords {
+		return s
+	}
+	cut := maxWords
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// redactText is text with the configuration's secrets hidden.
+func (c *conn) redactText(text string) string { return Redact(text, c.secretsNow()) }
 
 func (c *conn) redact(err error) string { return Redact(err.Error(), c.secretsNow()) }
 

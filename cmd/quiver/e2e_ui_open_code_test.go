@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ import (
 // account on the machine reads in /proc. The opener (here $BROWSER, a
 // script that writes down its arguments) is handed a one-time code: it
 // opens the page once, and the same address a second time opens nothing.
+// Nor the code: the opener is handed the path of a 0600 file that posts
+// it, and the file is gone once the code is used.
 func TestUIOpenHandsTheBrowserNoReusableSecret(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the stand-in browser is a shell script")
@@ -39,13 +42,40 @@ func TestUIOpenHandsTheBrowserNoReusableSecret(t *testing.T) {
 	tok := token.Query().Get("token")
 
 	opened := openedByUIOpen(t, cfgPath, state, tok)
-	if strings.Contains(opened, tok) || !strings.HasPrefix(opened, base) || !strings.Contains(opened, "code=") {
-		t.Fatalf("the browser was given %q; want the page's address with a one-time code, never the token", opened)
+	// The browser is handed a file only this user reads (issue 22's red
+	// team raced a code in argv from /proc to the page's key): its path
+	// only, never the token nor the code.
+	fu, err := url.Parse(opened)
+	if err != nil || fu.Scheme != "file" {
+		t.Fatalf("the browser was given %q; want a file:// address of an opener file", opened)
+	}
+	file := filepath.FromSlash(fu.Path)
+	if runtime.GOOS == "windows" {
+		file = strings.TrimPrefix(file, `\`)
+	}
+	st, err := os.Stat(file)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("opener file %s: %v, mode %v; want mode 0600", file, err, st)
+	}
+	if dst, err := os.Stat(filepath.Dir(file)); err != nil || dst.Mode().Perm() != 0o700 {
+		t.Fatalf("opener file's folder: %v %v; want mode 0700", dst, err)
+	}
+	page, _ := os.ReadFile(file)
+	m := regexp.MustCompile(`action="([^"]+)".*name="code" value="([0-9a-f]+)"`).FindStringSubmatch(string(page))
+	if m == nil {
+		t.Fatalf("the opener file posts no code to the page:\n%s", page)
+	}
+	action, code := m[1], m[2]
+	if strings.Contains(opened, tok) || strings.Contains(opened, code) || !strings.HasPrefix(action, base) {
+		t.Fatalf("the browser was given %q, the file posts to %q; want no token nor code in the arguments, the page's address in the file", opened, action)
 	}
 	open := func() (int, bool) {
 		jar, _ := cookiejar.New(nil)
 		c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
-		res, err := c.Get(opened)
+		req, _ := http.NewRequest(http.MethodPost, action, strings.NewReader(url.Values{"code": {code}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "null") // a file's form
+		res, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,8 +86,11 @@ func TestUIOpenHandsTheBrowserNoReusableSecret(t *testing.T) {
 	if code, session := open(); code != http.StatusOK || !session {
 		t.Fatalf("the code, used first: %d, session %v; want the page and a session", code, session)
 	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("the opener file outlives its code: %v", err)
+	}
 	if code, session := open(); code != http.StatusUnauthorized || session {
-		t.Fatalf("the code, used again (as another account that read it in /proc would): %d, session %v; want 401", code, session)
+		t.Fatalf("the code, used again: %d, session %v; want 401", code, session)
 	}
 }
 

@@ -221,6 +221,9 @@ type doctorServer struct {
 	// LastWords is the server's own last words on stderr: its text, not
 	// quiver's.
 	LastWords string `json:"last_words,omitempty"`
+	// WordsFrom says where LastWords came from: "" for stderr, "answer"
+	// for the message of a JSON-RPC error it answered with.
+	WordsFrom string `json:"last_words_from,omitempty"`
 }
 
 type doctorSurface struct {
@@ -237,7 +240,7 @@ func writeDoctorJSON(w io.Writer, running string, p *proxy.Server) error {
 	out := doctorJSON{Config: running, Servers: []doctorServer{}, Problems: append([]string{}, cat.Problems...)}
 	for _, s := range cat.Servers {
 		out.Servers = append(out.Servers, doctorServer{Name: s.Name, Transport: s.Transport, State: string(s.State), Tools: s.Tools,
-			LastError: s.LastError, LastWords: s.LastWords})
+			LastError: s.LastError, LastWords: s.LastWords, WordsFrom: s.WordsFrom})
 	}
 	t := weigh(p).total
 	out.Surface = doctorSurface{LeanTools: t.leanTools, LeanBytes: t.leanBytes, LeanTokens: t.leanBytes / 4,

@@ -441,7 +441,7 @@ answer to its card, when one was asked), started, ended.`,
 					why = "failed: " + ce.Detail
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ce.ID, ce.Time.Local().Format("2006-01-02 15:04:05"),
-					oneLine(ce.Session, 200), oneLine(ce.Tool, 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(why, 120))
+					oneLine(ce.Session, 200), oneLine(ce.ToolShown(), 200), ce.Code, dash(ce.Approval), dash(string(ce.Outcome)), oneLine(why, 120))
 			}
 			return tw.Flush()
 		},

@@ -231,7 +231,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	waitOps := opsf.serve(octx, p, log)
 	defer func() { stopOps(); waitOps() }()
 	if ui != nil {
-		h, err := operator.New(p, operator.Options{Toggles: c.togglesPath(e), Token: ui.token, Logger: log})
+		h, err := operator.New(p, operator.Options{Toggles: c.togglesPath(e), Token: ui.token, Logger: log,
+			OpenerDir: filepath.Join(state, "ui", "open")})
 		if err != nil {
 			return err
 		}

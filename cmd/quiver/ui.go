@@ -248,14 +248,17 @@ Flags:
 				return nil
 			}
 			// A process's arguments are readable by every account on the
-			// machine (/proc): the browser is handed a code that opens the
-			// page once, never the token (issue 22).
-			once, err := oneTimeAddress(ctx, u.URL)
+			// machine (/proc): the browser is handed the path of a file
+			// only this user reads, which posts a one-time code to the
+			// page; never the token (issue 22), nor the code (issue 22's
+			// red team: another account raced the browser to a code in
+			// argv).
+			opener, err := openerAddress(ctx, u.URL)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "%s\nopening it in the browser with a one-time code\n", pageAddress(u.URL))
-			return openBrowser(e, once)
+			return openBrowser(e, opener)
 		},
 	}
 }
@@ -270,16 +273,18 @@ func pageAddress(withToken string) string {
 	return u.String()
 }
 
-// oneTimeAddress asks the running page for a one-time code, with the
-// token as a bearer token (never in an address or an argument), and
-// returns the page's address with the code.
-func oneTimeAddress(ctx context.Context, withToken string) (string, error) {
+// openerAddress asks the running page for a one-time code left in an
+// opener file (a page, mode 0600 in a 0700 folder of quiver serve's state
+// dir, that posts the code to the page and is removed once the code is
+// used or expired), with the token as a bearer token (never in an address
+// or an argument), and returns the file's file:// address.
+func openerAddress(ctx context.Context, withToken string) (string, error) {
 	u, err := url.Parse(withToken)
 	if err != nil {
 		return "", fmt.Errorf("the operator page's address %q: %w", pageAddress(withToken), err)
 	}
 	tok := u.Query().Get("token")
-	u.RawQuery, u.Path = "", "/code"
+	u.RawQuery, u.Path = "as=file", "/code"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
@@ -297,9 +302,11 @@ func oneTimeAddress(ctx context.Context, withToken string) (string, error) {
 		return "", fmt.Errorf("the operator page gave no one-time code (%s: %s); if quiver serve is older than this quiver, restart it, or open the address quiver ui prints",
 			res.Status, strings.TrimSpace(string(b)))
 	}
-	u.Path = "/approvals"
-	u.RawQuery = url.Values{"code": {strings.TrimSpace(string(b))}}.Encode()
-	return u.String(), nil
+	p := filepath.ToSlash(strings.TrimSpace(string(b)))
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // C:/… on Windows
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String(), nil
 }
 
 // openBrowser opens address in $BROWSER when it is set (the command
