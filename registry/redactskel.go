@@ -3,7 +3,6 @@ package registry
 import (
 	"encoding/hex"
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -177,11 +176,7 @@ func (k *skeletons) redact(s string) string {
 	if plain && !esc && (!starts || !k.asciiHit(s)) {
 		return s
 	}
-	type cut struct {
-		a, z  int
-		label string
-	}
-	var cuts []cut
+	var cuts []stretch
 	u := plainUnits(s)
 	for round := 0; ; round++ {
 		view := skeletonUnits(u)
@@ -191,7 +186,7 @@ func (k *skeletons) redact(s string) string {
 					continue
 				}
 				end := at + len(sec.skel)
-				cuts = append(cuts, cut{view[at].a, view[end-1].z, sec.label})
+				cuts = append(cuts, stretch{view[at].a, view[end-1].z, sec.label})
 				at = end - 1
 			}
 		}
@@ -203,24 +198,7 @@ func (k *skeletons) redact(s string) string {
 			break
 		}
 	}
-	if len(cuts) == 0 {
-		return s
-	}
-	slices.SortStableFunc(cuts, func(x, y cut) int { return x.a - y.a })
-	var b strings.Builder
-	prev, open := 0, -1
-	for _, c := range cuts {
-		if c.a < open {
-			open = max(open, c.z)
-			prev = open
-			continue
-		}
-		b.WriteString(s[prev:c.a])
-		b.WriteString("[redacted:" + c.label + "]")
-		prev, open = c.z, c.z
-	}
-	b.WriteString(s[prev:])
-	return b.String()
+	return replaceCuts(s, cuts)
 }
 
 func matchesAt(view []unit, at int, skel []rune) bool {

@@ -77,11 +77,7 @@ func (f *spreadForms) redact(s string) string {
 	if !f.suspect(s) {
 		return s
 	}
-	type cut struct {
-		a, z  int
-		label string
-	}
-	var cuts []cut
+	var cuts []stretch
 	// Two views: with escapes decoded, and without (a % before a secret
 	// of digits, "%10\n00", must not hide its first two).
 	for _, decode := range []bool{true, false} {
@@ -108,30 +104,12 @@ func (f *spreadForms) redact(s string) string {
 					break
 				}
 				a, z := at+i, at+i+len(fm.text)
-				cuts = append(cuts, cut{from[a], to[z-1], fm.label})
+				cuts = append(cuts, stretch{from[a], to[z-1], fm.label})
 				at = z
 			}
 		}
 	}
-	if len(cuts) == 0 {
-		return s
-	}
-	slices.SortStableFunc(cuts, func(x, y cut) int { return x.a - y.a })
-	var b strings.Builder
-	prev, open := 0, -1 // open: the end of the last stretch replaced
-	for _, c := range cuts {
-		if c.a < open {
-			// Overlapping stretches read as one: one mark.
-			open = max(open, c.z)
-			prev = open
-			continue
-		}
-		b.WriteString(s[prev:c.a])
-		b.WriteString("[redacted:" + c.label + "]")
-		prev, open = c.z, c.z
-	}
-	b.WriteString(s[prev:])
-	return b.String()
+	return replaceCuts(s, cuts)
 }
 
 // suspect reports whether s may hold a form spread by a break or escape.
@@ -353,4 +331,33 @@ func numberDigits(num string, pad int) string {
 		return digits
 	}
 	return strings.Repeat("0", left) + digits + strings.Repeat("0", right)
+}
+
+// A stretch is s[a:z] of a text that holds the secret named label.
+type stretch struct {
+	a, z  int
+	label string
+}
+
+// replaceCuts writes s with each cut replaced by its mark; overlapping
+// stretches read as one and get one mark.
+func replaceCuts(s string, cuts []stretch) string {
+	if len(cuts) == 0 {
+		return s
+	}
+	slices.SortStableFunc(cuts, func(x, y stretch) int { return x.a - y.a })
+	var b strings.Builder
+	prev, open := 0, -1 // open: the end of the last stretch replaced
+	for _, c := range cuts {
+		if c.a < open {
+			open = max(open, c.z)
+			prev = open
+			continue
+		}
+		b.WriteString(s[prev:c.a])
+		b.WriteString("[redacted:" + c.label + "]")
+		prev, open = c.z, c.z
+	}
+	b.WriteString(s[prev:])
+	return b.String()
 }

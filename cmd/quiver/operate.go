@@ -84,15 +84,7 @@ func (o *operating) metricsAddr(cfg *registry.Config) (string, error) {
 	if err := cfg.DecodeSections(&sec); err != nil {
 		return "", err
 	}
-	n := &sec.Metrics.Listen
-	if n.Kind == 0 {
-		return "", nil
-	}
-	if n.Kind != yaml.ScalarNode || n.Value == "" {
-		return "", fmt.Errorf("%w: %w", registry.ErrInvalidConfig,
-			&registry.ConfigError{File: cfg.Path, Line: n.Line, Msg: "metrics.listen must be an address, like 127.0.0.1:9090"})
-	}
-	return n.Value, nil
+	return listenFrom(cfg, &sec.Metrics.Listen, "metrics.listen", "127.0.0.1:9090")
 }
 
 // opsFront is serve's metrics listener and the telemetry behind it.

@@ -44,13 +44,18 @@ func uiAddr(cfg *registry.Config, flagAddr string) (string, error) {
 	if err := cfg.DecodeSections(&sec); err != nil {
 		return "", err
 	}
-	n := &sec.UI.Listen
+	return listenFrom(cfg, &sec.UI.Listen, "ui.listen", "127.0.0.1:8766")
+}
+
+// listenFrom reads a section's listen: node, n, as an address: "" when
+// it is absent, an error naming key and an example when it is no address.
+func listenFrom(cfg *registry.Config, n *yaml.Node, key, example string) (string, error) {
 	if n.Kind == 0 {
 		return "", nil
 	}
 	if n.Kind != yaml.ScalarNode || n.Value == "" {
 		return "", fmt.Errorf("%w: %w", registry.ErrInvalidConfig,
-			&registry.ConfigError{File: cfg.Path, Line: n.Line, Msg: "ui.listen must be an address, like 127.0.0.1:8766"})
+			&registry.ConfigError{File: cfg.Path, Line: n.Line, Msg: key + " must be an address, like " + example})
 	}
 	return n.Value, nil
 }
