@@ -384,7 +384,16 @@ func (g *Gate) sessionRoots(in []string) []string {
 	return out
 }
 
-func (g *Gate) rootsText(roots []string) string {
+func (g *Gate) rootsText(all []string) string {
+	// The servers' own folders are fence roots so that their plain names
+	// land inside, but they are quiver's: a person or model reading where
+	// it may work is told the folders it was given.
+	roots := make([]string, 0, len(all))
+	for _, r := range all {
+		if !contains(g.children, r) {
+			roots = append(roots, r)
+		}
+	}
 	if len(roots) == 0 {
 		return "no folders are allowed yet"
 	}

@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +30,22 @@ func TestFencedIsTheAllowedDirsAndBelow(t *testing.T) {
 		if got := g.Fenced(dir); got != want {
 			t.Errorf("Fenced(%s) = %v, want %v", dir, got, want)
 		}
+	}
+}
+
+// The servers' own folders are fence roots, but a refusal names only the
+// folders the person allowed: listing quiver's run folders in every card
+// and refusal told the model of places it was never given (issue 29).
+func TestOutsideNamesOnlyTheAllowedFolders(t *testing.T) {
+	project := filepath.Join(t.TempDir(), "project")
+	child := filepath.Join(t.TempDir(), "run", "srv-a")
+	g, err := New(Policy{AllowedDirs: []string{project}}, WithChildFolders(child))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "x.txt")
+	d := g.Evaluate(context.Background(), call(framed(ClassRead, nil, ""), `{"path":`+js(outside)+`}`))
+	if !strings.Contains(d.Reason, project) || strings.Contains(d.Reason, child) {
+		t.Errorf("the reason must name %s and not %s: %s", project, child, d.Reason)
 	}
 }
