@@ -80,11 +80,21 @@ func TestRedactSkeletonForms(t *testing.T) {
 // its letters to a secret "password1"'s cousin "passwd".
 func TestRedactSkeletonShortSecrets(t *testing.T) {
 	t.Parallel()
-	r := NewRedactor([]Secret{{Var: "S", Value: "passwd"}, {Var: "N", Value: "1234567"}})
-	for _, in := range []string{"pass wd", "PASSWD", "1,234,567"} {
+	r := NewRedactor([]Secret{{Var: "S", Value: "passwd"}, {Var: "N", Value: "1234567"}, {Var: "D", Value: "12345678"}})
+	// An 8-digit secret is judged exactly, never by skeleton: a table of
+	// small numbers spells it once separators do not count (red team
+	// rt2, R10).
+	for _, in := range []string{"pass wd", "PASSWD", "1,234,567", "1 2\n3 4\n5 6\n7 8", "1,2,3,4,5,6,7,8,9,10"} {
 		if got := r.Redact(in); got != in {
 			t.Errorf("Redact(%q) = %q, want it unchanged (secret too short for skeletons)", in, got)
 		}
+	}
+	if got := r.Redact("id 12345678"); got != "id [redacted:D]" {
+		t.Errorf("the exact form still counts: %q", got)
+	}
+	long := NewRedactor([]Secret{{Var: "L", Value: "739182046551"}})
+	if got := long.Redact("739 182 046 551"); strings.Contains(got, "739") {
+		t.Errorf("a 12-digit secret is judged by skeleton: %q", got)
 	}
 }
 

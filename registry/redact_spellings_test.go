@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,7 +122,9 @@ func skeletonVariants(secret string, at int) []string {
 			return nil
 		}
 	}
-	if len(skeletonRunes(plainUnits(secret))) < minSkeleton {
+	sk := skeletonRunes(plainUnits(secret))
+	digits := !slices.ContainsFunc(sk, func(r rune) bool { return r < '0' || r > '9' })
+	if len(sk) < minSkeleton || digits && len(sk) < minDigitSkeleton {
 		return nil
 	}
 	at = 1 + at%(len(secret)-1)

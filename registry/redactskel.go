@@ -25,8 +25,14 @@ import (
 //
 // Only a secret whose skeleton is minSkeleton characters or more is
 // judged so: a shorter one would match ordinary words once spaces and
-// case no longer count. The exact forms (formGroups) still catch it.
-const minSkeleton = 8
+// case no longer count. A skeleton of digits alone needs minDigitSkeleton:
+// ten symbols spell far less than thirty-six, and an 8-digit secret
+// matched a table's column of small numbers (red team rt2, R10). The
+// exact forms (formGroups) still catch either.
+const (
+	minSkeleton      = 8
+	minDigitSkeleton = 12
+)
 
 // maxDecodeRounds bounds how many times escapes are decoded in turn
 // (%2541 is %41 is A): a text cannot make the redactor loop.
@@ -53,7 +59,8 @@ func newSkeletons(secrets []Secret) skeletons {
 	var k skeletons
 	add := func(text, label string) {
 		sk := skeletonRunes(plainUnits(text))
-		if len(sk) < minSkeleton || slices.ContainsFunc(k.secrets, func(s skelSecret) bool { return slices.Equal(s.skel, sk) }) {
+		short := len(sk) < minSkeleton || len(sk) < minDigitSkeleton && !slices.ContainsFunc(sk, func(r rune) bool { return r < '0' || r > '9' })
+		if short || slices.ContainsFunc(k.secrets, func(s skelSecret) bool { return slices.Equal(s.skel, sk) }) {
 			return
 		}
 		k.secrets = append(k.secrets, skelSecret{skel: sk, label: label})
