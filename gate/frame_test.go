@@ -376,6 +376,9 @@ func TestProtectedPaths(t *testing.T) {
 			want{Deny, CodeProtectedPath, nil}},
 		{"relative_in_the_servers_base", Policy{}, call(read, `{"path":"servers.yaml"}`),
 			want{Deny, CodeProtectedPath, nil}},
+		// A quoted part of a list (red team 2 P1: quiver's log).
+		{"quoted_in_a_list", Policy{}, call(read, `{"files":"a.txt 'servers.yaml'"}`),
+			want{Deny, CodeProtectedPath, nil}},
 		{"through_a_link", Policy{}, call(read, `{"path":"~/innocent.yaml"}`),
 			want{Deny, CodeProtectedPath, nil}},
 		{"under_the_state_dir", Policy{}, call(read, `{"path":`+js(filepath.Join(state, "ledger.db"))+`}`),
