@@ -212,6 +212,29 @@ func TestPathsInsideBracesAndJSON(t *testing.T) {
 		`{"files":` + js("sub/x "+rel) + `}`,
 		// An outside first part the whole climbs back in from.
 		`{"path":` + js(secret+" x/../../"+filepath.Base(f.outside)+"/../"+filepath.Base(f.root)+"/y") + `}`,
+		// Quoted parts (red team 2 P1, P2): read without their quotes,
+		// and as a shell reads them.
+		`{"files":` + js(`ok.txt "`+rel+`"`) + `}`,
+		`{"files":` + js(`ok.txt '`+secret+`'`) + `}`,
+		`{"files":` + js("ok.txt `"+rel+"`") + `}`,
+		`{"files":` + js(`'`+secret+`'`) + `}`,
+		`{"files":` + js(`"ok.txt","`+rel+`"`) + `}`,
+		`{"files":` + js(`ok.txt "`+filepath.Dir(secret)+`/x y/../secret.txt"`) + `}`,
+		// A one-letter first part on unix is no drive (P3).
+		`{"files":` + js("a:"+rel) + `}`,
+		`{"files":` + js("C:"+rel) + `}`,
+		// Query strings and options (P4).
+		`{"files":` + js("a=ok.txt&b="+rel) + `}`,
+		`{"files":` + js("--file="+secret) + `}`,
+		`{"files":` + js("ok.txt?"+rel) + `}`,
+		`{"files":` + js("a=ok.txt&b=..%2f"+rel) + `}`,
+		// Single-quoted and unquoted flow documents (J1: YAML, JSON5,
+		// Python literals).
+		`{"ops":` + js(`[{'target': '`+secret+`', 'text': 'x'}]`) + `}`,
+		`{"ops":` + js(`[{'target': '`+secret+`', 'text': 'it''s'}]`) + `}`,
+		`{"ops":` + js(`[{'text': 'it\'s', 'target': '`+secret+`'}]`) + `}`,
+		`{"ops":` + js(`{target: `+secret+`, text: x}`) + `}`,
+		`{"ops":` + js(`[`+rel+`, ok.txt]`) + `}`,
 	} {
 		if d := g.Evaluate(ctx, call(tl, args)); d.Verdict == Allow {
 			t.Errorf("ESCAPE: %s allowed (%s)", args, d.Code)
@@ -228,6 +251,20 @@ func TestPathsInsideBracesAndJSON(t *testing.T) {
 		`{"files":"a.txt sub/b.txt,c.txt"}`,
 		`{"path":"My Documents/x.txt"}`,
 		`{"path":` + js(filepath.Join(f.root, "My Documents", "x.txt")) + `}`,
+		`{"path":` + js(`"`+filepath.Join(f.root, "My Documents", "x.txt")+`"`) + `}`,
+		`{"path":` + js(`'`+filepath.Join(f.root, "Application Support", "x.txt")+`'`) + `}`,
+		`{"path":` + js(filepath.Join(f.root, "Application Support", "x.txt")) + `}`,
+		`{"files":` + js(`a.txt "sub/b c.txt" 'd e.txt'`) + `}`,
+		`{"files":"a.txt:sub/b.txt"}`,
+		`{"files":"a=ok.txt&b=sub/x.txt"}`,
+		`{"path":"sub/x.txt?v=2"}`,
+		`{"url":"https://example.com/a/b?q=x/y&page=2#top"}`,
+		`{"q":"https://example.com/search?q=a/b&next=/c"}`,
+		`{"data":"aGVsbG8vd29ybGQ/Zm9v+YmFy=="}`,
+		`{"blob":"dGhpcyBpcyBhIHRlc3Q="}`,
+		`{"text":"Don't read it as 'and/or', it's fine = ok & done?"}`,
+		`{"ops":` + js(`[{'target': 'sub/x.txt', 'text': 'it''s'}]`) + `}`,
+		`{"ops":` + js(`{target: sub/x.txt, text: hello world}`) + `}`,
 	} {
 		check(t, g.Evaluate(ctx, call(tl, args)), want{Allow, CodeAllow, nil})
 	}
@@ -338,6 +375,9 @@ func TestProtectedPaths(t *testing.T) {
 		{"write_config_allowed_by_rule", Policy{Rules: []Rule{{Tool: "fs__*", Action: "allow"}}}, call(write, `{"path":`+js(cfg)+`,"content":"x"}`),
 			want{Deny, CodeProtectedPath, nil}},
 		{"relative_in_the_servers_base", Policy{}, call(read, `{"path":"servers.yaml"}`),
+			want{Deny, CodeProtectedPath, nil}},
+		// A quoted part of a list (red team 2 P1: quiver's log).
+		{"quoted_in_a_list", Policy{}, call(read, `{"files":"a.txt 'servers.yaml'"}`),
 			want{Deny, CodeProtectedPath, nil}},
 		{"through_a_link", Policy{}, call(read, `{"path":"~/innocent.yaml"}`),
 			want{Deny, CodeProtectedPath, nil}},

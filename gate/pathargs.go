@@ -247,30 +247,69 @@ func jsonDocument(s string, pathy bool) (any, bool) {
 	return nil, false
 }
 
-// jsonStrings are the string literals in t, decoded as JSON decodes
-// them; a literal that does not decode is taken as written.
+// jsonStrings are the string literals in t: double-quoted ones decoded as
+// JSON decodes them (a literal that does not decode is taken as written),
+// single-quoted ones as YAML, JSON5 and Python read them (a doubled or a
+// backslashed quote inside is a quote), and unquoted flow scalars after ":", ",", "[" or "{"
+// ({target: /x}), which YAML reads as strings (red team 2 J1).
 func jsonStrings(t string) []any {
 	var out []any
+	bare := true // at the start of a scalar: after [ { , :
 	for i := 0; i < len(t); i++ {
-		if t[i] != '"' {
-			continue
-		}
-		j := i + 1
-		for j < len(t) && t[j] != '"' {
-			if t[j] == '\\' {
+		c := t[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(t) && t[j] != '"' {
+				if t[j] == '\\' {
+					j++
+				}
 				j++
 			}
-			j++
+			if j >= len(t) {
+				j = len(t) - 1
+			}
+			var s string
+			if json.Unmarshal([]byte(t[i:j+1]), &s) != nil {
+				s = t[i+1 : j]
+			}
+			out = append(out, s)
+			i, bare = j, false
+		case c == '\'':
+			var b strings.Builder
+			j := i + 1
+			for ; j < len(t); j++ {
+				if t[j] == '\'' {
+					if j+1 < len(t) && t[j+1] == '\'' { // YAML's ''
+						b.WriteByte('\'')
+						j++
+						continue
+					}
+					break
+				}
+				if t[j] == '\\' && j+1 < len(t) && t[j+1] == '\'' { // JSON5, Python
+					j++
+				}
+				b.WriteByte(t[j])
+			}
+			out = append(out, b.String())
+			i, bare = j, false
+		case c == '[' || c == '{' || c == ',' || c == ':':
+			bare = true
+		case c == ']' || c == '}':
+			bare = false
+		case c == ' ' || c == '\t':
+		case bare:
+			// An unquoted scalar runs to a flow indicator or ": ".
+			j := i
+			for j < len(t) && !strings.ContainsRune(",[]{}", rune(t[j])) && !(t[j] == ':' && (j+1 == len(t) || t[j+1] == ' ')) {
+				j++
+			}
+			if v := strings.TrimSpace(t[i:j]); v != "" {
+				out = append(out, v)
+			}
+			i, bare = j-1, false
 		}
-		if j >= len(t) {
-			j = len(t) - 1
-		}
-		var s string
-		if json.Unmarshal([]byte(t[i:j+1]), &s) != nil {
-			s = t[i+1 : j]
-		}
-		out = append(out, s)
-		i = j
 	}
 	return out
 }

@@ -290,7 +290,7 @@ func (r *resolver) readings(s string, fr frame, w *work) (placed, error) {
 	// dots, then backslashes) is covered; a string with more readings than
 	// maxForms is refused rather than half checked.
 	for i := 0; i < len(forms); i++ {
-		for _, v := range variants(forms[i]) {
+		for _, v := range variants(forms[i], r.win != nil) {
 			if v.err != nil {
 				return out, v.err
 			}

@@ -110,7 +110,7 @@ type variant struct {
 	err error
 }
 
-func variants(s string) []variant {
+func variants(s string, win bool) []variant {
 	var out []variant
 	if t := strings.TrimFunc(s, isTrimmed); t != s && t != "" {
 		// Servers that trim their arguments (JavaScript's trim also drops
@@ -132,10 +132,11 @@ func variants(s string) []variant {
 			out = append(out, variant{s: d})
 		}
 	}
-	for _, part := range listParts(s) {
+	for _, part := range listParts(s, win) {
 		// A server that takes a list in one string ("ok.txt /outside/x",
-		// "a,b", PATH-style "a:b") opens each; read as one name the list
-		// hid every name after the first (red team 44b).
+		// "a,b", PATH-style "a:b", a query "a=x&b=y", quoted parts
+		// `ok.txt "../x"`) opens each; read as one name the list hid
+		// every name after the first (red team 44b, red team 2 P1-P4).
 		out = append(out, variant{s: part})
 	}
 	for _, alt := range braceAlternatives(s) {
@@ -310,29 +311,58 @@ func braceAlternatives(s string) []string {
 	return nil
 }
 
-// listParts are the names in s read as a list: split at white space,
-// commas, semicolons and bars, and then at colons, except in a part that
-// is a URI ("file:/x", "https://…"), and never after a drive letter
-// ("C:\\x", "\\\\?\\C:\\x", "/C:/x"). nil when s is no list.
-func listParts(s string) []string {
-	if !strings.ContainsAny(s, " \t,;|:") {
+// listParts are the names in s read as a list: split at white space and
+// at ",", ";", "|", "&", "=" (and "?" when s is no URI), and then at
+// colons, except in a part that is a URI ("file:/x", "https://…") and,
+// only when the resolver reads Windows paths (win), after a drive letter
+// ("C:\\x", "\\\\?\\C:\\x", "/C:/x"): on unix "a:../x" is two names. Each part
+// is also read with its surrounding quotes (", ', `) removed, and when s
+// holds a quote it is also read as a shell reads it (`"a b" c` is the
+// names "a b" and "c"). nil when s is no list.
+func listParts(s string, win bool) []string {
+	if !strings.ContainsAny(s, " \t,;|:&=?\"'`") {
 		return nil
+	}
+	uri := strings.Contains(s, "://") || isFileURI(strings.TrimFunc(s, isTrimmed))
+	prev := rune(0)
+	sep := func(r rune) bool {
+		// "?" after a separator or a "?" is a Windows device prefix's
+		// ("\\\\?\\C:\\x", "\\??\\C:\\x"), never a query's.
+		q := r == '?' && !uri && prev != '\\' && prev != '/' && prev != '?'
+		prev = r
+		return r == ',' || r == ';' || r == '|' || r == '&' || r == '=' || q || unicode.IsSpace(r)
 	}
 	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == '|' || unicode.IsSpace(r) }) {
-		if !strings.Contains(f, ":") || strings.Contains(f, "://") || isFileURI(f) || isDrivePath(f) {
-			out = append(out, f)
-			continue
+	addField := func(f string, first bool) {
+		for _, c := range []string{f, strings.Trim(f, "\"'`")} {
+			if c == "" || first && firstPartCovered(s, c) {
+				continue
+			}
+			if !strings.Contains(c, ":") || strings.Contains(c, "://") || isFileURI(c) || win && isDrivePath(c) {
+				out = append(out, c)
+				continue
+			}
+			out = append(out, splitColons(c, win)...)
 		}
-		out = append(out, splitColons(f)...)
 	}
-	if len(out) < 2 {
+	fields := strings.FieldsFunc(s, sep) // calls sep on each rune in order
+	words := []string(nil)
+	if strings.ContainsAny(s, "\"'`") {
+		prev = 0
+		words = shellWords(s, win, sep)
+	}
+	if len(fields) < 2 && len(words) < 2 && (len(fields) == 0 || !strings.Contains(fields[0], ":") && strings.Trim(fields[0], "\"'`") == fields[0]) {
 		return nil
 	}
-	if firstPartCovered(s, out[0]) {
-		out = out[1:]
+	for i, f := range fields {
+		addField(f, i == 0 && len(fields) > 1)
 	}
-	if shaped(strings.TrimFunc(s, isTrimmed)) {
+	for i, w := range words {
+		if !slices.Contains(out, w) && !slices.Contains(fields, w) {
+			addField(w, i == 0 && len(words) > 1)
+		}
+	}
+	if shaped(strings.Trim(strings.TrimFunc(s, isTrimmed), "\"'`")) {
 		// An absolute path with spaces in its names ("/Users/me/Library/
 		// Application Support/x"): a later part is judged apart when it
 		// could lead elsewhere on its own (absolute, a URI, a ".."
@@ -342,8 +372,58 @@ func listParts(s string) []string {
 			return !shaped(p) && !slices.Contains(strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }), "..")
 		})
 	}
+	out = slices.DeleteFunc(out, func(p string) bool { return p == s })
 	if len(out) == 0 {
 		return nil
+	}
+	return out
+}
+
+// shellWords reads s as a POSIX shell reads its words: quotes group and
+// are removed, a backslash outside single quotes escapes the next
+// character (not where Windows paths are read: there it is a separator),
+// and words end at unquoted white space or another list separator.
+func shellWords(s string, win bool, sep func(rune) bool) []string {
+	var out []string
+	var b strings.Builder
+	in, quote := false, rune(0)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+				continue
+			}
+		case quote != 0:
+			if r == quote {
+				quote = 0
+				continue
+			}
+			if r == '\\' && !win && quote == '"' && i < len(s) && strings.IndexByte("\"\\$`", s[i]) >= 0 {
+				r, n = utf8.DecodeRuneInString(s[i:])
+				i += n
+			}
+		case r == '"' || r == '\'' || r == '`':
+			quote, in = r, true
+			continue
+		case r == '\\' && !win && i < len(s):
+			r, n = utf8.DecodeRuneInString(s[i:])
+			i += n
+		case sep(r):
+			if in {
+				out = append(out, b.String())
+				b.Reset()
+				in = false
+			}
+			continue
+		}
+		b.WriteRune(r)
+		in = true
+	}
+	if in {
+		out = append(out, b.String())
 	}
 	return out
 }
@@ -362,14 +442,17 @@ func firstPartCovered(s, first string) bool {
 	if i < 0 {
 		return false
 	}
-	rest := strings.TrimLeftFunc(s[i+len(first):], func(r rune) bool { return r == ',' || r == ';' || r == '|' || r == ':' || unicode.IsSpace(r) })
+	rest := strings.TrimLeftFunc(s[i+len(first):], func(r rune) bool {
+		return r == ',' || r == ';' || r == '|' || r == ':' || r == '&' || r == '=' || r == '?' || r == '"' || r == '\'' || r == '`' || unicode.IsSpace(r)
+	})
 	c := path.Clean(strings.ReplaceAll(rest, `\`, "/"))
 	return c != ".." && !strings.HasPrefix(c, "../") && !strings.HasPrefix(c, "/")
 }
 
-// splitColons splits f at its colons (a PATH-style list), except a colon
-// that follows a lone letter at the start or after a separator: a drive.
-func splitColons(f string) []string {
+// splitColons splits f at its colons (a PATH-style list), except, where
+// Windows paths are read (win), a colon that follows a lone letter at the
+// start or after a separator: a drive. On unix no path has a drive.
+func splitColons(f string, win bool) []string {
 	var out []string
 	start, seg := 0, 0
 	for i := 0; i < len(f); i++ {
@@ -377,7 +460,7 @@ func splitColons(f string) []string {
 		case c == '/' || c == '\\':
 			seg = i + 1
 		case c == ':':
-			if i-seg == 1 && isLetter(f[seg]) {
+			if win && i-seg == 1 && isLetter(f[seg]) {
 				continue
 			}
 			if i > start {
