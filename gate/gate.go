@@ -81,7 +81,9 @@ type Tool struct {
 	// Cwd is the folder the server runs in, when quiver starts it (its
 	// cwd:, else quiver's own): a server that opens any string as a file
 	// finds a bare name there. No string, whatever its argument, may name
-	// one of quiver's own files from that folder (WithProtected).
+	// one of quiver's own files from that folder (WithProtected). When it
+	// is one of the servers' own folders (WithChildFolders), that folder
+	// is inside the fence and writable for this tool's calls only.
 	Cwd string
 	// RelativeElsewhere says the server's relative paths name nothing on
 	// this machine (a path in a repository, a key in a bucket: path_base:

@@ -311,9 +311,12 @@ servers:
   example:
     command: quiver
     args: [example-server]
+    cwd: %q
 fence:
   allowed_dirs: [%q]
-`, home)
+`, t.TempDir(), home)
+	// cwd: the state dir lies in the fence, and on Linux no other folder
+	// (a shared /tmp) is one quiver runs a server without cwd: in.
 	h, _, _ := launch{cfg: cfg, home: qhome, env: []string{"XDG_CONFIG_HOME=" + cfgHome}}.start(t)
 	h.waitTools("example__search_text")
 	for _, dir := range []string{home, filepath.Join(home, ".local"), cfgHome} {
