@@ -19,7 +19,8 @@
 // "C:\…", "\\…"), at any depth. quiver's own files (WithProtected, and
 // WithSecrets, whose folders above are refused too) are
 // refused to every call (deny.protected_path) before inside or outside is
-// asked, and the work per call is capped (deny.args_too_complex), so that
+// asked (a server's own run folder, WithChildFolders, is carved out for
+// its own server's calls only), and the work per call is capped (deny.args_too_complex), so that
 // no argument makes the fence slow. Model-written text that a person will
 // read on an approval card is checked by CheckModelText.
 //

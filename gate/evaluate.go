@@ -157,8 +157,16 @@ func (e *evaluation) activity() (Decision, bool) {
 func (e *evaluation) fence() (Decision, bool) {
 	g, c, class := e.g, e.c, e.class
 	e.roots = g.p.roots
-	if len(c.Roots) > 0 {
+	own := g.ownChildren(e.t)
+	if len(c.Roots) > 0 || len(own) > 0 {
 		e.roots = append(append([]string(nil), e.roots...), g.sessionRoots(c.Roots)...)
+		// The server's own folder, for its own calls only: a server's
+		// plain names land there.
+		for i := 0; i < len(own); i += 2 {
+			if !contains(e.roots, own[i]) {
+				e.roots = append(e.roots, own[i])
+			}
+		}
 	}
 	skip := ""
 	if class == ClassExecute {

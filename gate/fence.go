@@ -44,9 +44,9 @@ import (
 // Reading an ancestor (listing a home folder) stays allowed: it shows that
 // the files exist, not what they hold; but not an ancestor of those that
 // hold secrets (WithSecrets), since a tool given a folder may walk into
-// it. The folders quiver's servers run in (WithChildFolders), each
-// server's own, lie inside the fence and are not protected; the run folder
-// above them is. The check compares resolved paths:
+// it. The folders quiver's servers run in (WithChildFolders) lie inside
+// the fence and are not protected for the calls of their own server only;
+// for any other call they are protected, as the run folder above them is. The check compares resolved paths:
 // a hard link to a protected file, made elsewhere, is not recognised (no
 // tool can make one inside the protected folders, which is where it would
 // have to start).
@@ -115,6 +115,7 @@ func (p pathArg) isOutside() bool { return len(p.outside) > 0 || p.unresolved !=
 func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows []shadow, skip string, roots []string) ([]pathArg, Decision, bool) {
 	w := &work{}
 	fr := frame{bases: t.Bases, home: t.Home, elsewhere: t.RelativeElsewhere}
+	own := g.ownChildren(t)
 	raws := collectPaths(args, shadows, t.PathArgs, skip)
 	if len(raws) > maxPathValues {
 		return nil, g.tooComplex(c, class, &tooComplex{fmt.Sprintf("they hold more than %d paths", maxPathValues)}), false
@@ -148,12 +149,12 @@ func (g *Gate) fence(c Call, t *Tool, class Class, args map[string]any, shadows 
 	// reaches quiver's own files.
 	for _, pa := range paths {
 		for _, r := range pa.readings {
-			if d, hit := g.protectedPath(pa.raw, r, class); hit {
+			if d, hit := g.protectedPath(pa.raw, r, class, own); hit {
 				return nil, d, false
 			}
 		}
 		if g.res.win != nil && pa.unresolved != "" {
-			if d, hit := g.protectedBehindDevice(pa.raw, class, w); hit {
+			if d, hit := g.protectedBehindDevice(pa.raw, class, w, own); hit {
 				return nil, d, false
 			}
 		}
@@ -194,6 +195,7 @@ func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]an
 		return err == nil
 	}
 	w := &work{}
+	own := g.ownChildren(t)
 	var d Decision
 	hit := false
 	var walk func(v any, depth int)
@@ -203,10 +205,10 @@ func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]an
 			return
 		}
 		if g.res.win != nil {
-			d, hit = g.protectedFromCwdWindows(c, class, cwd, s, w)
+			d, hit = g.protectedFromCwdWindows(c, class, cwd, s, w, own)
 			return
 		}
-		if d, hit = g.protectedPath(s, filepath.Join(cwd, s), class); hit {
+		if d, hit = g.protectedPath(s, filepath.Join(cwd, s), class, own); hit {
 			return
 		}
 		// The kernel's reading (links first, then "..") and the cleaned
@@ -225,7 +227,7 @@ func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]an
 			if err != nil {
 				continue // not a name the server can open either
 			}
-			if d, hit = g.protectedPath(s, r, class); hit {
+			if d, hit = g.protectedPath(s, r, class, own); hit {
 				return
 			}
 		}
@@ -254,13 +256,15 @@ func (g *Gate) protectedFromCwd(c Call, t *Tool, class Class, args map[string]an
 
 // protectedPath refuses reading r of the path written raw when it is one
 // of quiver's own files, or holds one and the call may change something.
+// own are the servers' folders that are the calling server's
+// (ownChildren): only they are carved out.
 // Names compare without case: on a case-insensitive file system (macOS,
 // Windows) "~/.Config/Quiver" is the same folder, and refusing its
 // lookalike on Linux costs nothing.
-func (g *Gate) protectedPath(raw, r string, class Class) (Decision, bool) {
+func (g *Gate) protectedPath(raw, r string, class Class, own []string) (Decision, bool) {
 	// A carve-out widens what a call may touch, so it compares names
 	// strictly, as the fence's roots do, never with the folding below.
-	if g.res.insideAny(r, g.children) {
+	if g.res.insideAny(r, own) {
 		return Decision{}, false // emptied before its server starts (WithChildFolders)
 	}
 	for _, p := range g.protected {

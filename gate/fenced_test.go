@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,4 +49,40 @@ func TestOutsideNamesOnlyTheAllowedFolders(t *testing.T) {
 	if !strings.Contains(d.Reason, project) || strings.Contains(d.Reason, child) {
 		t.Errorf("the reason must name %s and not %s: %s", project, child, d.Reason)
 	}
+}
+
+// A server's own folder is its calls' alone: a call of another server
+// that wrote an .npmrc in it, between its emptying and its server's
+// start, would run code there (red team W1). For every other server's
+// calls, and quiver's builtins, it is as protected as the run folder.
+func TestServersOwnFolderIsItsOwn(t *testing.T) {
+	project := filepath.Join(t.TempDir(), "project")
+	run := filepath.Join(t.TempDir(), "run", "quiver-1")
+	files, w := filepath.Join(run, "srv-files"), filepath.Join(run, "srv-w")
+	for _, d := range []string{files, w} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := New(Policy{AllowedDirs: []string{project}}, WithProtected(run), WithChildFolders(files, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tool := func(server, cwd string) *Tool {
+		tl := framed(ClassWrite, []string{cwd}, "")
+		tl.Name, tl.Server, tl.Cwd = server+"__write", server, cwd
+		return tl
+	}
+	npmrc := filepath.Join(files, ".npmrc")
+	check(t, g.Evaluate(ctx, call(tool("w", w), `{"path":`+js(npmrc)+`,"content":"x"}`)), want{Deny, CodeProtectedPath, nil})
+	check(t, g.Evaluate(ctx, call(tool("w", w), `{"path":"../srv-files/.npmrc","content":"x"}`)), want{Deny, CodeProtectedPath, nil})
+	check(t, g.Evaluate(ctx, call(tool("w", w), `{"q":"../srv-files/t.cjs"}`)), want{Deny, CodeProtectedPath, nil})
+	builtin := framed(ClassWrite, nil, "")
+	builtin.Server = ""
+	check(t, g.Evaluate(ctx, call(builtin, `{"path":`+js(npmrc)+`,"content":"x"}`)), want{Deny, CodeProtectedPath, nil})
+	// The same write by files' own call lands in its own folder.
+	check(t, g.Evaluate(ctx, call(tool("files", files), `{"path":`+js(npmrc)+`,"content":"x"}`)), want{Allow, CodeAllow, nil})
+	check(t, g.Evaluate(ctx, call(tool("files", files), `{"path":"notes.txt","content":"x"}`)), want{Allow, CodeAllow, nil})
+	check(t, g.Evaluate(ctx, call(tool("w", w), `{"path":"notes.txt","content":"x"}`)), want{Allow, CodeAllow, nil})
 }

@@ -81,7 +81,9 @@ type Tool struct {
 	// Cwd is the folder the server runs in, when quiver starts it (its
 	// cwd:, else quiver's own): a server that opens any string as a file
 	// finds a bare name there. No string, whatever its argument, may name
-	// one of quiver's own files from that folder (WithProtected).
+	// one of quiver's own files from that folder (WithProtected). When it
+	// is one of the servers' own folders (WithChildFolders), that folder
+	// is inside the fence and writable for this tool's calls only.
 	Cwd string
 	// RelativeElsewhere says the server's relative paths name nothing on
 	// this machine (a path in a repository, a key in a bucket: path_base:
@@ -213,7 +215,8 @@ type Gate struct {
 	// folder above one is refused to a read too.
 	secret map[string]bool
 	// children are the folders quiver's servers run in (WithChildFolders),
-	// as resolved and as written: inside the fence, not protected.
+	// as resolved and as written, in pairs: each inside the fence and not
+	// protected for the calls of its own server only (ownChildren).
 	children []string
 	// roots holds each session root as first resolved (string -> string):
 	// a root folder turned into a link to / later must not widen the fence.
@@ -269,9 +272,13 @@ func WithSecrets(paths ...string) Option {
 // their entry gives no cwd: (registry.ChildDir), each server's own. They
 // lie in quiver's run folder, but they are not quiver's files: each is
 // emptied before its server starts, so what a call writes there outlives
-// no start, and a server's plain names ({"q": "notes"}) land there. They
-// are inside the fence, and a reading inside one is not refused as
-// protected. Only they are: the run folder that holds them, and every
+// no start, and a server's plain names ({"q": "notes"}) land there. Each
+// is inside the fence, and not refused as protected, for the calls of the
+// server that runs in it only (the one whose Tool.Cwd or Tool.Bases name
+// it): for every other server's calls, and quiver's builtins, it is as
+// protected as the run folder, since a call of one server that wrote an
+// .npmrc in another's folder between its emptying and its start would
+// run code there. Only they are: the run folder that holds them, and every
 // folder above it that is quiver's, stay protected, since npm, git and
 // uv look for their configuration in the parents of the folder they run
 // in (ARCHITECTURE.md, "Starting servers").
@@ -329,11 +336,9 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Each server's own, not the fence's: a call of that server only
+		// finds it inside and unprotected (ownChildren).
 		children = append(children, qs...)
-		// Inside the fence: a server's plain names land there.
-		if !contains(cp.roots, qs[0]) {
-			cp.roots = append(cp.roots, qs[0])
-		}
 	}
 	return &Gate{p: cp, written: p, res: res, schemas: &schemaCache{strict: cp.strict}, ledger: o.ledger, protected: protected, secret: secret, children: children}, nil
 }
@@ -345,6 +350,11 @@ func New(p Policy, opts ...Option) (*Gate, error) {
 func (g *Gate) Effective() Policy {
 	p := g.written
 	p.AllowedDirs = slices.Clone(g.p.roots)
+	for i := 0; i < len(g.children); i += 2 {
+		if !contains(p.AllowedDirs, g.children[i]) {
+			p.AllowedDirs = append(p.AllowedDirs, g.children[i]) // each for its own server's calls
+		}
+	}
 	p.OutsideFence = "ask"
 	if g.p.outsideDeny {
 		p.OutsideFence = "deny"
@@ -362,6 +372,30 @@ func (g *Gate) Effective() Policy {
 		}
 	}
 	return p
+}
+
+// ownChildren are the servers' own folders (WithChildFolders) that are
+// t's server's: the one it runs in (t.Cwd, or a folder in it) or resolves
+// paths against (t.Bases), as resolved and as written. Nil for quiver's
+// builtins.
+func (g *Gate) ownChildren(t *Tool) []string {
+	if t == nil || t.Server == "" || len(g.children) == 0 {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(g.children); i += 2 {
+		real, written := g.children[i], g.children[i+1]
+		mine := func(d string) bool {
+			if d == "" || !g.res.isAbs(d) {
+				return false
+			}
+			return g.res.insideAny(g.res.clean(d), []string{real, written})
+		}
+		if mine(t.Cwd) || slices.ContainsFunc(t.Bases, mine) {
+			out = append(out, real, written)
+		}
+	}
+	return out
 }
 
 // Fenced reports whether the absolute path dir is inside one of the

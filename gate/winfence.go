@@ -451,13 +451,13 @@ func (r *resolver) uriPath(u string) (string, error) {
 
 // protectedFromCwdWindows is protectedFromCwd's check of one string s on
 // Windows: where it leads from the server's folder cwd, through links.
-func (g *Gate) protectedFromCwdWindows(c Call, class Class, cwd, s string, w *work) (Decision, bool) {
+func (g *Gate) protectedFromCwdWindows(c Call, class Class, cwd, s string, w *work, own []string) (Decision, bool) {
 	rs, err := winUnderCwd(g.res.win, cwd, s, w)
 	if errors.Is(err, errTooComplex) {
 		return g.tooComplex(c, class, err), true
 	}
 	for _, r := range rs {
-		if d, hit := g.protectedPath(s, r, class); hit {
+		if d, hit := g.protectedPath(s, r, class, own); hit {
 			return d, true
 		}
 	}
@@ -483,7 +483,7 @@ func (w *work) reading() error {
 // this keeps an approval from reaching quiver's files through it, as
 // for any other spelling. The rest is tried after each of the first few
 // names (a volume is named by one to three) and resolved through links.
-func (g *Gate) protectedBehindDevice(raw string, class Class, w *work) (Decision, bool) {
+func (g *Gate) protectedBehindDevice(raw string, class Class, w *work, own []string) (Decision, bool) {
 	p, why := parseWin(raw)
 	if why == "" || (!strings.HasPrefix(raw, `\\`) && !strings.HasPrefix(raw, `\??\`)) || len(raw) < 4 {
 		return Decision{}, false
@@ -503,7 +503,7 @@ func (g *Gate) protectedBehindDevice(raw string, class Class, w *work) (Decision
 			if err != nil || why != "" {
 				continue
 			}
-			if d, hit := g.protectedPath(raw, rs[0], class); hit {
+			if d, hit := g.protectedPath(raw, rs[0], class, own); hit {
 				return d, true
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,20 @@ func init() {
 			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				os.Exit(3)
 				return nil, nil
+			})
+		s.AddTool(mcp.NewTool("search_files", mcp.WithDescription("Walk a folder and say what every file under it holds."),
+			mcp.WithString("path", mcp.Required()),
+			mcp.WithReadOnlyHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(false)),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var out strings.Builder
+				_ = filepath.WalkDir(req.GetString("path", ""), func(p string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						b, _ := os.ReadFile(p)
+						fmt.Fprintf(&out, "%s: %s\n", p, b)
+					}
+					return nil
+				})
+				return mcp.NewToolResultText(out.String()), nil
 			})
 		s.AddTool(mcp.NewTool("write_file", mcp.WithDescription("Write text to a file."),
 			mcp.WithString("path", mcp.Required()), mcp.WithString("text"),
@@ -296,9 +311,12 @@ servers:
   example:
     command: quiver
     args: [example-server]
+    cwd: %q
 fence:
   allowed_dirs: [%q]
-`, home)
+`, t.TempDir(), home)
+	// cwd: the state dir lies in the fence, and on Linux no other folder
+	// (a shared /tmp) is one quiver runs a server without cwd: in.
 	h, _, _ := launch{cfg: cfg, home: qhome, env: []string{"XDG_CONFIG_HOME=" + cfgHome}}.start(t)
 	h.waitTools("example__search_text")
 	for _, dir := range []string{home, filepath.Join(home, ".local"), cfgHome} {

@@ -208,12 +208,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if ops.logFile != "" {
 		// The log is quiver's record of what ran: a model that reads it
 		// learns every call, and one that rewrites it forges what a
-		// person reads. Its rotations too, before they exist.
+		// person reads. Its rotations too, before they exist. They are
+		// secrets: a tool given a folder above them (a search of the
+		// project) would read them as it walks.
 		abs, err := filepath.Abs(ops.logFile)
 		if err != nil {
 			return fmt.Errorf("--log-file: %w", err)
 		}
-		protected = append(protected, logfile.Files(abs, logfile.DefaultKeep)...)
+		secrets = append(secrets, logfile.Files(abs, logfile.DefaultKeep)...)
 	}
 	if tokenFile != "" {
 		secrets = append(secrets, tokenFile)
