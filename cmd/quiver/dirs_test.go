@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+
+	quiver "github.com/quiver-mcp/quiver"
 )
 
 // TestDirsPerOS: the config and state folders are where each OS keeps
@@ -62,5 +65,26 @@ func TestClaudeDesktopConfigPerOS(t *testing.T) {
 		if got := claudeDesktopConfig(goos, func(k string) string { return env[k] }); got != want {
 			t.Errorf("%s: %q, want %q", goos, got, want)
 		}
+	}
+}
+
+// TestNoNoteForTheShippedDefault: in a clone of quiver, ./servers.yaml is
+// the built-in default, and the note that it is not read would only
+// confuse a newcomer running the README's first command; any other file
+// there still gets it.
+func TestNoNoteForTheShippedDefault(t *testing.T) {
+	dir := t.TempDir()
+	shipped, planted := filepath.Join(dir, "shipped.yaml"), filepath.Join(dir, "planted.yaml")
+	if err := os.WriteFile(shipped, quiver.DefaultConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, []byte("servers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !sameAsDefault(shipped, "") {
+		t.Error("the shipped servers.yaml is the default in use")
+	}
+	if sameAsDefault(planted, "") || sameAsDefault(shipped, "/elsewhere/servers.yaml") {
+		t.Error("a planted file, or the default beside another config in use, must still be noted")
 	}
 }

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +128,7 @@ func (c *common) parse(e *env) (*registry.Config, error) {
 	path := c.serversPath(e)
 	if c.config == "" && !c.told {
 		here, _ := filepath.Abs("servers.yaml")
-		if in, _ := filepath.Abs(path); fileExists(here) && here != in {
+		if in, _ := filepath.Abs(path); fileExists(here) && here != in && !sameAsDefault(here, path) {
 			c.told = true
 			using := "the built-in default"
 			if path != "" {
@@ -141,6 +142,18 @@ func (c *common) parse(e *env) (*registry.Config, error) {
 		return opts.Load(path)
 	}
 	return opts.Parse("(built-in servers.yaml)", quiver.DefaultConfig)
+}
+
+// sameAsDefault reports whether the servers.yaml at here is, byte for
+// byte, the built-in one that quiver uses when path is "": in a clone of
+// quiver's repository ./servers.yaml is the shipped default, and saying it
+// is not read would only confuse.
+func sameAsDefault(here, path string) bool {
+	if path != "" {
+		return false
+	}
+	b, err := os.ReadFile(here)
+	return err == nil && bytes.Equal(b, quiver.DefaultConfig)
 }
 
 // serversPath is the servers.yaml in use; "" for the built-in one.
