@@ -171,9 +171,8 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 	gopts := []gate.Option{gate.WithProtected(absPaths(cfg.Path, opts.Protected)...),
 		gate.WithSecrets(absPaths(opts.StateDir, opts.Secrets)...),
 		// The run folder and all above it that is quiver's: only each
-		// server's own folder in it is a call's, its own server's
-		// (newSettings). None when quiver found no place for it.
-		gate.WithProtected(absPaths(workDir, nil)...)}
+		// server's own folder in it is a call's (newSettings).
+		gate.WithProtected(workDir)}
 	if opts.StateDir != "" {
 		l, err := gate.OpenLedger(context.Background(), filepath.Join(opts.StateDir, "ledger.db"))
 		if err != nil {
@@ -289,23 +288,20 @@ func New(cfg *registry.Config, opts Options) (*Server, error) {
 }
 
 // childFolders makes the folder this process's stdio servers run in when
-// their entry gives no cwd: (registry.ChildDir), one per process, so that
-// quivers sharing a place never empty each other's. Close removes it; the
-// folders of quivers that died without closing are removed here, when the
-// process their name carries is gone.
+// their entry gives no cwd: (registry.ChildDir), one per process under
+// the state dir's run folder, so that quivers sharing a state dir never
+// empty each other's; without a state dir, a temporary one. Close
+// removes it; the folders of quivers that died without closing are
+// removed here, when the process their name carries is gone.
 //
 // npm, git and uv look for their configuration in every folder above the
-// one they run in, so no folder above a server's may be one a call, or
-// another account, can write. The place is, in order: the state dir's
-// run folder, unless the fence holds a folder above the state dir
-// (allowed_dirs: [~] with the default state dir under it);
-// $XDG_RUNTIME_DIR, when set, and every folder from it up to / is
-// owned by root or this user and writable by no one else (privateFolder);
-// the system's temporary folder under the same check (macOS's per-user
-// $TMPDIR passes, Linux's /tmp does not); else none: childFolders returns
-// "", says so in the log, and the servers without cwd: do not start
-// (give them a cwd:). A place the fence holds a folder above is skipped
-// too.
+// one they run in, so no folder above a server's may be one a call can
+// write: the run folder and the state dir are protected, and a state dir
+// that lies in the fence (allowed_dirs: [~] with the default state dir
+// under it) is not used for it: the run folder is made in the system's
+// temporary folder instead, and when that too lies in the fence quiver
+// says so, makes it there all the same, and childDirSafe keeps the
+// servers without cwd: from starting in it (give them a cwd:).
 func childFolders(stateDir string, fenced func(string) bool, log *slog.Logger) (string, error) {
 	aboveFenced := func(dir string) string {
 		for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
@@ -317,44 +313,29 @@ func childFolders(stateDir string, fenced func(string) bool, log *slog.Logger) (
 			}
 		}
 	}
-	parent := ""
 	if stateDir != "" {
 		if d := aboveFenced(stateDir); d != "" {
-			log.Info("the servers without cwd: do not run under the state dir: the fence holds a folder above it, and npm, git and uv read files in the folders above the one they run in", "fenced", d)
-		} else {
-			parent = filepath.Join(stateDir, "run")
-			if err := os.MkdirAll(parent, 0o700); err != nil {
-				return "", fmt.Errorf("the servers' working folders: %w", err)
-			}
+			log.Info("the servers without cwd: run in a folder under the system's temporary folder, not under the state dir: the fence holds a folder above the state dir, and npm, git and uv read files in the folders above the one they run in", "fenced", d)
+			stateDir = ""
 		}
 	}
-	if parent == "" {
-		var why []any
-		for _, cand := range []struct{ key, dir string }{{"XDG_RUNTIME_DIR", os.Getenv("XDG_RUNTIME_DIR")}, {"temporary folder", os.TempDir()}} {
-			if cand.dir == "" || !filepath.IsAbs(cand.dir) {
-				continue
-			}
-			if d := aboveFenced(filepath.Join(cand.dir, "x")); d != "" {
-				why = append(why, cand.key, "the fence holds "+d)
-				continue
-			}
-			if err := privateFolder(cand.dir); err != nil {
-				why = append(why, cand.key, err.Error())
-				continue
-			}
-			parent = cand.dir
-			break
-		}
-		if parent == "" {
-			log.Warn("the servers without cwd: will not start: quiver found no folder to run them in whose parents only this user can write (the state dir, $XDG_RUNTIME_DIR, the system's temporary folder); a file another account or a model writes there (an .npmrc, a package.json, a .git folder) is one npm or git would obey. Give each server a cwd: outside the fence", why...)
-			return "", nil
+	if stateDir == "" {
+		if d := aboveFenced(filepath.Join(os.TempDir(), "x")); d != "" {
+			log.Warn("the fence holds a folder above the system's temporary folder too, so the servers without cwd: will not start: a file a model writes there (an .npmrc, a .git folder) is one npm or git would obey. Give each server a cwd: outside the fence, or fence narrower folders", "fenced", d)
 		}
 	}
-	entries, _ := os.ReadDir(parent)
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "quiver-%d-", &pid); err == nil && pid > 0 && !gate.ProcessAlive(pid) {
-			_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+	parent := ""
+	if stateDir != "" {
+		parent = filepath.Join(stateDir, "run")
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return "", fmt.Errorf("the servers' working folders: %w", err)
+		}
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			var pid int
+			if _, err := fmt.Sscanf(e.Name(), "quiver-%d-", &pid); err == nil && pid > 0 && !gate.ProcessAlive(pid) {
+				_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+			}
 		}
 	}
 	dir, err := os.MkdirTemp(parent, fmt.Sprintf("quiver-%d-", os.Getpid()))
@@ -372,11 +353,6 @@ func childFolders(stateDir string, fenced func(string) bool, log *slog.Logger) (
 // start did not hold; a reload or a fence holding the temporary folder
 // gets here.
 func (s *Server) childDirSafe(server, dir string) error {
-	if s.workDir == "" {
-		// childFolders found no place whose parents only this user can
-		// write; the registry's own temporary folder is no better.
-		return fmt.Errorf("server %q has no cwd:, and quiver found no folder to start it in whose every parent only you can write (no state dir outside the fence, no private $XDG_RUNTIME_DIR, a shared temporary folder: see the log): npm, git and uv obey files (.npmrc, package.json, .git) in the folders above the one they run in. Give server %q a cwd: in servers.yaml (a folder outside the fence)", server, server)
-	}
 	top := s.workDir
 	if s.opts.StateDir != "" {
 		if st, err := filepath.Abs(s.opts.StateDir); err == nil && strings.HasPrefix(s.workDir, st+string(filepath.Separator)) {
