@@ -146,7 +146,14 @@ policy:
 	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	browse("the approvals page", chromedp.WaitVisible(chromedp.CSS(`#cards`)))
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(loc, "token") || strings.Contains(loc, "key=") {
+	// The page's script takes the key from the address once it has
+	// loaded, which may be after #cards shows: wait for it, within ctx.
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	for err == nil && strings.Contains(loc, "key=") && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		loc, err = chromedp.Run(ctx, chromedp.Location())
+	}
+	if err != nil || strings.Contains(loc, "token") || strings.Contains(loc, "key=") {
 		t.Fatalf("the token must leave the address bar for a cookie, and the page's key for the page's storage: %q %v", loc, err)
 	}
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); strings.Contains(loc, "code=") {
